@@ -1,0 +1,44 @@
+# Two commands for a fresh machine: `make run` and `make test` (see README.md).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+COMPAT_NODE := tests/compat/node
+
+.PHONY: run test test-all bench lint typecheck setup clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e '.[test,dev,compat]'
+	touch $(STAMP)
+
+$(COMPAT_NODE)/node_modules/.installed: $(COMPAT_NODE)/package.json
+	cd $(COMPAT_NODE) && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(STAMP) $(COMPAT_NODE)/node_modules/.installed
+
+run: $(STAMP)
+	$(BIN)/rocketq up $(ARGS)
+
+test: setup
+	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
+
+test-all: setup
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) $(COMPAT_NODE)/node_modules

@@ -1,0 +1,175 @@
+"""One error tree for the whole of rocketq.
+
+Every error a server can answer with carries the RocketMQ response code it maps to, so a
+processor raises and the transport turns the exception into a response with that code and the
+message as remark. On the client side `for_code()` turns a response back into the same class.
+"""
+
+from __future__ import annotations
+
+from rocketq.codec.codes import ResponseCode
+
+
+class RocketQError(Exception):
+    """Base of every error rocketq raises on purpose."""
+
+    code: int = ResponseCode.SYSTEM_ERROR
+    retriable: bool = False
+
+    def __init__(self, message: str = "", *, code: int | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def remark(self) -> str:
+        return str(self)
+
+
+class ProtocolError(RocketQError):
+    """Bytes that do not form a valid RemotingCommand, header or message.
+
+    The codec raises only this (or a subclass) for any input, however malformed; a transport that
+    sees it on a frame closes that connection.
+    """
+
+
+class FrameTooLarge(ProtocolError):
+    """A frame whose declared length exceeds the 16 MiB limit."""
+
+
+class ConfigError(RocketQError):
+    """A config key that does not exist, a value of the wrong type, or a forbidden key."""
+
+    code = ResponseCode.INVALID_PARAMETER
+
+
+class RemotingError(RocketQError):
+    """Transport failure: connect, send or timeout (client side)."""
+
+    retriable = True
+
+
+class RemotingConnectError(RemotingError):
+    code = -1004
+
+
+class RemotingTimeoutError(RemotingError):
+    code = -1006
+
+
+class RemotingSendError(RemotingError):
+    code = -1004
+
+
+class ServerError(RocketQError):
+    """An error answered by a server with a response code; raised by processors, seen by clients."""
+
+
+class SystemError_(ServerError):  # noqa: N801 - RocketMQ's SYSTEM_ERROR; trailing _ avoids the builtin
+    code = ResponseCode.SYSTEM_ERROR
+
+
+class SystemBusy(ServerError):
+    code = ResponseCode.SYSTEM_BUSY
+    retriable = True
+
+
+class RequestCodeNotSupported(ServerError):
+    code = ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+class MessageIllegal(ServerError):
+    code = ResponseCode.MESSAGE_ILLEGAL
+
+
+class ServiceNotAvailable(ServerError):
+    code = ResponseCode.SERVICE_NOT_AVAILABLE
+    retriable = True
+
+
+class NoPermission(ServerError):
+    code = ResponseCode.NO_PERMISSION
+
+
+class TopicNotExist(ServerError):
+    code = ResponseCode.TOPIC_NOT_EXIST
+    retriable = True
+
+
+class TopicExistAlready(ServerError):
+    code = ResponseCode.TOPIC_EXIST_ALREADY
+
+
+class QueryNotFound(ServerError):
+    code = ResponseCode.QUERY_NOT_FOUND
+
+
+class SubscriptionParseFailed(ServerError):
+    code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
+class SubscriptionNotExist(ServerError):
+    code = ResponseCode.SUBSCRIPTION_NOT_EXIST
+
+
+class SubscriptionNotLatest(ServerError):
+    code = ResponseCode.SUBSCRIPTION_NOT_LATEST
+
+
+class SubscriptionGroupNotExist(ServerError):
+    code = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+
+
+class InvalidParameter(ServerError):
+    code = ResponseCode.INVALID_PARAMETER
+
+
+class FlushDiskTimeout(ServerError):
+    code = ResponseCode.FLUSH_DISK_TIMEOUT
+
+
+class StoreError(RocketQError):
+    """The store refused or failed an operation (disk full, closed, corrupt data)."""
+
+    code = ResponseCode.SYSTEM_ERROR
+
+
+class StoreClosed(StoreError):
+    code = ResponseCode.SERVICE_NOT_AVAILABLE
+
+
+class DiskFull(StoreError):
+    code = ResponseCode.SERVICE_NOT_AVAILABLE
+
+
+class MessageTooLarge(StoreError):
+    code = ResponseCode.MESSAGE_ILLEGAL
+
+
+_BY_CODE: dict[int, type[ServerError]] = {
+    cls.code: cls
+    for cls in (
+        SystemError_,
+        SystemBusy,
+        RequestCodeNotSupported,
+        MessageIllegal,
+        ServiceNotAvailable,
+        NoPermission,
+        TopicNotExist,
+        TopicExistAlready,
+        QueryNotFound,
+        SubscriptionParseFailed,
+        SubscriptionNotExist,
+        SubscriptionNotLatest,
+        SubscriptionGroupNotExist,
+        InvalidParameter,
+        FlushDiskTimeout,
+    )
+}
+
+
+def for_code(code: int, remark: str | None = None) -> ServerError:
+    """The exception a client raises for a response with this code (unknown codes keep the code)."""
+    cls = _BY_CODE.get(code, ServerError)
+    return cls(remark or f"response code {code}", code=code)
