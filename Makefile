@@ -15,8 +15,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e '.[test,dev,compat]'
 	touch $(STAMP)
 
-$(COMPAT_NODE)/node_modules/.installed: $(COMPAT_NODE)/package.json
-	cd $(COMPAT_NODE) && npm install --no-audit --no-fund --loglevel=error
+$(COMPAT_NODE)/node_modules/.installed: $(COMPAT_NODE)/package.json $(COMPAT_NODE)/package-lock.json
+	cd $(COMPAT_NODE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 setup: $(STAMP) $(COMPAT_NODE)/node_modules/.installed

@@ -1,0 +1,1 @@
+"""Benchmarks: each module exposes `run() -> dict` and prints its own figures. Never asserts a time."""

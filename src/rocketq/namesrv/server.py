@@ -1,0 +1,126 @@
+"""NamesrvController: wires the route tables, the KV store, the processor and the transport, and
+runs the broker-expiry scan.
+
+Contract (the CLI and the tests call exactly this)::
+
+    ctl = NamesrvController(namesrv_config, server_config)
+    await ctl.start(); ctl.address  # "host:port"
+    await ctl.shutdown()
+
+Several name servers run side by side without talking to each other: brokers register with all
+of them and clients may ask any, so there is nothing to coordinate here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from rocketq.config import NamesrvConfig
+from rocketq.namesrv.kv_config import KVConfigManager
+from rocketq.namesrv.processor import DefaultRequestProcessor
+from rocketq.namesrv.route_info import RouteInfoManager
+from rocketq.remoting import Channel, RemotingServer, RemotingServerConfig
+
+__all__ = ["NamesrvController"]
+
+log = logging.getLogger(__name__)
+
+_WILDCARD_HOSTS = {"", "0.0.0.0", "::"}
+
+
+class NamesrvController:
+    """RocketMQ's NamesrvController."""
+
+    def __init__(self, namesrv_config: NamesrvConfig, server_config: RemotingServerConfig) -> None:
+        self.namesrv_config = namesrv_config
+        self.server_config = server_config
+        self.kv_config_manager = KVConfigManager(namesrv_config.kv_config_path)
+        self.route_info_manager = RouteInfoManager(
+            broker_channel_expired_time=namesrv_config.broker_channel_expired_time
+        )
+        self.remoting_server = RemotingServer.from_config(server_config)
+        self.processor = DefaultRequestProcessor(self)
+        self.processor.register(self.remoting_server)
+        self.remoting_server.on_channel_close(self._on_channel_close)
+        self._scan_task: asyncio.Task[None] | None = None
+        self._wake_scan: asyncio.Event | None = None
+        self._started_at = 0.0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self.kv_config_manager.load)
+        await self.remoting_server.start()
+        self._started_at = time.monotonic()
+        self._wake_scan = asyncio.Event()
+        self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="namesrv-scan")
+        log.info("NamesrvController started, listening on %s", self.address)
+
+    async def shutdown(self) -> None:
+        address = self.address
+        task, self._scan_task = self._scan_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.remoting_server.stop()
+        log.info("NamesrvController shutdown, %s closed", address)
+
+    @property
+    def address(self) -> str:
+        """``host:port`` clients and brokers should use (the bound port once started)."""
+        ports = self.remoting_server.bound_ports
+        port = ports[0] if ports else self.server_config.listen_port
+        host = self.server_config.bind_address
+        if host in _WILDCARD_HOSTS:
+            host = "127.0.0.1"
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def ready_for_service(self) -> bool:
+        """needWaitForService: routes are held back until brokers had time to register after a
+        restart, so clients never see a half-empty route table."""
+        if not self.namesrv_config.need_wait_for_service:
+            return True
+        waited = time.monotonic() - self._started_at
+        return self._started_at > 0 and waited >= self.namesrv_config.wait_seconds_for_service
+
+    def apply_namesrv_config(self, config: NamesrvConfig) -> None:
+        """Take an updated config (UPDATE_NAMESRV_CONFIG) into use without a restart."""
+        self.namesrv_config = config
+        self.route_info_manager.broker_channel_expired_time = config.broker_channel_expired_time
+        if self._wake_scan is not None:
+            self._wake_scan.set()  # the scan interval may have changed
+
+    # -- broker liveness ---------------------------------------------------------------------------
+
+    def _on_channel_close(self, channel: Channel) -> None:
+        self.route_info_manager.on_channel_destroy(channel)
+
+    def scan_not_active_broker(self) -> int:
+        expired = self.route_info_manager.scan_not_active_broker()
+        for broker in expired:
+            if isinstance(broker.channel, Channel):
+                broker.channel.close()
+        return len(expired)
+
+    async def _scan_loop(self) -> None:
+        wake = self._wake_scan
+        assert wake is not None
+        while True:
+            interval = self.namesrv_config.scan_not_active_broker_interval / 1000.0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), interval)
+            if wake.is_set():
+                wake.clear()
+                continue
+            try:
+                self.scan_not_active_broker()
+            except Exception:  # the scan must outlive any bug in one round
+                log.exception("scanNotActiveBroker failed")
+
+    def __repr__(self) -> str:
+        return f"NamesrvController({self.address})"

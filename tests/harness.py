@@ -1,0 +1,361 @@
+"""Start real rocketq processes (and client processes) for integration and compat tests.
+
+Everything runs as a subprocess on 127.0.0.1: a crash on either side fails one test instead of
+killing pytest, and the server is exercised exactly as a user starts it (``rocketq up``).
+
+The ``rocketq up`` contract these helpers rely on: it prints one stdout line
+``READY namesrv=HOST:PORT broker=HOST:PORT`` once both are serving (flushed), and SIGTERM stops it
+cleanly (exit code 0). Ports 0 mean "pick free ports".
+
+Output goes to files, not pipes, so a chatty process can never block on a full pipe and the log
+is still there to quote when a test fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+READY_RE = re.compile(r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)\s*$", re.MULTILINE)
+DEFAULT_READY_TIMEOUT = 30.0
+DEFAULT_STOP_GRACE = 10.0
+TAIL_CHARS = 4000
+
+
+class HarnessError(RuntimeError):
+    """A process did not start, become ready or stop as its contract says."""
+
+
+def rocketq_command() -> list[str]:
+    """The ``rocketq`` console script of the interpreter running the tests (the project's venv).
+
+    ``ROCKETQ_COMMAND`` (shell words) replaces it, e.g. to run the same tests against another
+    build that honours the same ``up`` contract.
+    """
+    override = os.environ.get("ROCKETQ_COMMAND")
+    if override:
+        return shlex.split(override)
+    script = Path(sys.executable).with_name("rocketq")
+    if script.exists():
+        return [str(script)]
+    # Not installed as a script (e.g. a bare checkout): the entry point, called the same way.
+    return [sys.executable, "-c", "import sys; from rocketq.cli.main import main; sys.exit(main())"]
+
+
+# The modules `rocketq up` serves with (DESIGN.md's layout); until both exist there is no server.
+SERVER_MODULES = ("namesrv/server.py", "broker/controller.py")
+
+
+def server_available() -> tuple[bool, str]:
+    """Whether a rocketq server has been written yet; cluster tests skip (only) while it has not.
+
+    Decided by the presence of the server modules, never by trying to start one: once they exist,
+    every failure to start, serve or stop is a test failure. With ``ROCKETQ_COMMAND`` set, the
+    command given is the server.
+    """
+    if os.environ.get("ROCKETQ_COMMAND"):
+        return True, ""
+    spec = importlib.util.find_spec("rocketq")
+    if spec is None or not spec.submodule_search_locations:
+        return False, "the rocketq package is not importable"
+    package = Path(next(iter(spec.submodule_search_locations)))
+    missing = [m for m in SERVER_MODULES if not (package / m).is_file()]
+    if missing:
+        return False, f"not written yet: {', '.join('rocketq/' + m for m in missing)}"
+    return True, ""
+
+
+def _tail(path: Path, chars: int = TAIL_CHARS) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - chars))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class ManagedProcess:
+    """A subprocess in its own session with stdout/stderr in files; stopped by its own pid/group."""
+
+    def __init__(self, name: str, popen: subprocess.Popen[bytes], stdout_path: Path, stderr_path: Path):
+        self.name = name
+        self.popen = popen
+        self.stdout_path = stdout_path
+        self.stderr_path = stderr_path
+        self.exit_code: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.returncode() is None
+
+    def returncode(self) -> int | None:
+        """Exit code (negative signal number) once exited, else None; never reaps the process."""
+        if self.popen.returncode is not None:
+            return self.popen.returncode
+        # WNOWAIT leaves an exited child unreaped: while it is a zombie its pid and group id
+        # cannot be reused, so signalling the group afterwards can only reach our own processes.
+        try:
+            info = os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return self.popen.poll()
+        if info is None:
+            return None
+        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+    def stdout(self) -> str:
+        return self.stdout_path.read_text("utf-8", "replace") if self.stdout_path.exists() else ""
+
+    def describe(self) -> str:
+        """Exit state plus the tails of both streams, for assertion messages."""
+        code = self.returncode()
+        state = "running" if code is None else f"exited with {code}"
+        return (
+            f"{self.name} (pid {self.pid}, {state})\n"
+            f"--- stdout tail ({self.stdout_path}) ---\n{_tail(self.stdout_path)}\n"
+            f"--- stderr tail ({self.stderr_path}) ---\n{_tail(self.stderr_path)}"
+        )
+
+    def wait_for(self, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
+        """Poll stdout until ``pattern`` matches; fail fast if the process exits first."""
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while True:
+            match = pattern.search(self.stdout())
+            if match:
+                return match
+            if not self.alive():
+                raise HarnessError(
+                    f"{self.name} exited before printing {pattern.pattern!r}\n{self.describe()}"
+                )
+            if time.monotonic() >= deadline:
+                self.kill()
+                raise HarnessError(
+                    f"{self.name} printed no {pattern.pattern!r} within {timeout:.0f}s "
+                    f"(is the line flushed?)\n{self.describe()}"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    def stop(self, grace: float = DEFAULT_STOP_GRACE) -> int:
+        """SIGTERM, wait ``grace`` seconds, then SIGKILL the process group. Returns the exit code.
+
+        The exit code is the one SIGTERM produced when the process went in time; -9 means it had
+        to be killed.
+        """
+        if self.exit_code is not None:
+            return self.exit_code
+        if self.alive():
+            try:
+                self.popen.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + grace
+            while self.alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        self.kill()
+        self.exit_code = self.popen.returncode
+        return self.exit_code
+
+    def kill(self) -> None:
+        """SIGKILL whatever is left of the group, then reap the process."""
+        if self.popen.returncode is None:
+            # Helpers the process spawned share its session (start_new_session): end them too, so
+            # a test never leaves a port-holding orphan behind.
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.popen.wait()
+
+    def __enter__(self) -> ManagedProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_process(
+    args: Sequence[str],
+    *,
+    name: str,
+    log_dir: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> ManagedProcess:
+    """Start ``args`` in a new session, stdout/stderr into ``log_dir/<name>.out|.err``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stdout_path = log_dir / f"{name}.out"
+    stderr_path = log_dir / f"{name}.err"
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        popen = subprocess.Popen(
+            list(args), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True,
+        )
+    return ManagedProcess(name, popen, stdout_path, stderr_path)
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A running ``rocketq up``: name server and broker addresses as it announced them."""
+
+    namesrv: str
+    broker: str
+    proc: ManagedProcess
+    data_dir: Path
+
+    @property
+    def broker_port(self) -> int:
+        return int(self.broker.rsplit(":", 1)[1])
+
+    @property
+    def namesrv_port(self) -> int:
+        return int(self.namesrv.rsplit(":", 1)[1])
+
+    def alive(self) -> bool:
+        return self.proc.alive()
+
+    def describe(self) -> str:
+        head = f"cluster namesrv={self.namesrv} broker={self.broker} data={self.data_dir}"
+        return f"{head}\n{self.proc.describe()}"
+
+    def stop(self, grace: float = DEFAULT_STOP_GRACE) -> int:
+        return self.proc.stop(grace)
+
+
+def start_cluster(
+    tmp_path: Path,
+    *extra_args: str,
+    ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    env: Mapping[str, str] | None = None,
+) -> Cluster:
+    """``rocketq up`` on free ports with its data under ``tmp_path``; returns once READY."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    args = [
+        *rocketq_command(), "up", "--data-dir", str(data_dir),
+        "--namesrv-port", "0", "--broker-port", "0", *extra_args,
+    ]
+    proc = start_process(args, name="rocketq-up", log_dir=tmp_path / "logs", env=env)
+    try:
+        match = proc.wait_for(READY_RE, ready_timeout)
+    except BaseException:
+        proc.stop(grace=2.0)
+        raise
+    return Cluster(match["namesrv"], match["broker"], proc, data_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedRun:
+    """A finished client process: exit code, both streams, and whether it hit our timeout."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    elapsed: float
+    events: tuple[dict[str, Any], ...] = field(default=())
+
+    def of(self, event: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == event]
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        found = self.of("summary")
+        return found[-1] if found else {}
+
+    def describe(self, chars: int = TAIL_CHARS) -> str:
+        state = "timed out (killed)" if self.timed_out else f"exit {self.returncode}"
+        return (
+            f"$ {' '.join(self.args)}\n{state} after {self.elapsed:.1f}s; summary={self.summary}\n"
+            f"--- stderr tail ---\n{self.stderr[-chars:]}\n--- stdout tail ---\n{self.stdout[-chars:]}"
+        )
+
+
+# A fixture-provided client launcher: (mode, topic, group, count, *options, timeout=...) -> run.
+ClientRunner = Callable[..., CompletedRun]
+
+
+def parse_json_lines(text: str) -> tuple[dict[str, Any], ...]:
+    """Objects from the lines that are JSON objects; anything else a client printed is ignored."""
+    events: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            events.append(obj)
+    return tuple(events)
+
+
+def _kill_group(popen: subprocess.Popen[bytes]) -> None:
+    # Only called while the child is unreaped, so its group id is still ours.
+    try:
+        os.killpg(popen.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_process(
+    args: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> CompletedRun:
+    """Run a client to completion in its own session; on timeout kill its whole group."""
+    started = time.monotonic()
+    popen = subprocess.Popen(
+        list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True,
+    )
+    timed_out = False
+    try:
+        out, err = popen.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(popen)
+        out, err = popen.communicate()
+    except BaseException:
+        # pytest-timeout or Ctrl-C: do not leave the client running behind the test.
+        _kill_group(popen)
+        popen.wait()
+        raise
+    stdout = out.decode("utf-8", "replace")
+    return CompletedRun(
+        args=tuple(args), returncode=popen.returncode, stdout=stdout,
+        stderr=err.decode("utf-8", "replace"), timed_out=timed_out,
+        elapsed=time.monotonic() - started, events=parse_json_lines(stdout),
+    )
+
+
+def unique_name(prefix: str) -> str:
+    """Topic/group names that never collide between tests sharing one cluster."""
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def assert_client_ok(run: CompletedRun, cluster: Cluster) -> CompletedRun:
+    """A client run that exited 0 with an ok summary; otherwise everything needed to debug it."""
+    assert run.returncode == 0 and run.summary.get("ok"), f"{run.describe()}\n\n{cluster.describe()}"
+    return run

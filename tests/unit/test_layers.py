@@ -1,0 +1,69 @@
+"""DESIGN.md: imports only go down. codec -> remoting -> store -> namesrv/broker -> client -> admin/cli/spark.
+
+store and remoting are siblings: neither imports the other. codec is sans-I/O.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "rocketq"
+
+# What each layer may import from inside rocketq (besides itself and the shared leaves).
+SHARED = {"errors", "codec", "config"}
+ALLOWED: dict[str, set[str]] = {
+    "codec": {"errors"},
+    "remoting": {"errors", "codec"},
+    "store": {"errors", "codec"},
+    "namesrv": SHARED | {"remoting"},
+    "broker": SHARED | {"remoting", "store"},
+    "client": SHARED | {"remoting"},
+    "admin": SHARED | {"remoting", "client"},
+    "spark": SHARED | {"remoting", "store", "client", "admin"},
+    "cli": SHARED | {"remoting", "store", "namesrv", "broker", "client", "admin", "spark"},
+}
+SANS_IO_FORBIDDEN = {"asyncio", "socket", "selectors", "uvloop", "mmap"}
+
+
+def _rocketq_imports(path: Path) -> tuple[set[str], set[str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    layers: set[str] = set()
+    stdlib: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "rocketq" and len(parts) > 1:
+                    layers.add(parts[1])
+                stdlib.add(parts[0])
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            parts = node.module.split(".")
+            if node.level == 0 and parts[0] == "rocketq":
+                if len(parts) > 1:
+                    layers.add(parts[1])
+            elif node.level == 0:
+                stdlib.add(parts[0])
+    return layers, stdlib
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        if len(rel.parts) > 1:
+            out.append((rel.parts[0], path))
+    return out
+
+
+@pytest.mark.parametrize(("layer", "path"), _modules(), ids=lambda v: str(v).split("rocketq/")[-1])
+def test_imports_go_down(layer: str, path: Path) -> None:
+    if layer not in ALLOWED:
+        pytest.fail(f"{layer}/ is not a layer DESIGN.md knows: add it to the map and to ALLOWED")
+    layers, stdlib = _rocketq_imports(path)
+    wrong = {name for name in layers - {layer} if name not in ALLOWED[layer] and name not in {"__init__"}}
+    assert not wrong, f"{path.name} ({layer}) imports {sorted(wrong)}, which sit above it"
+    if layer == "codec":
+        assert not (stdlib & SANS_IO_FORBIDDEN), f"codec must stay sans-I/O: {path.name} imports {stdlib & SANS_IO_FORBIDDEN}"
