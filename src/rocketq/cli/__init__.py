@@ -1,0 +1,1 @@
+"""The ``rocketq`` command: ``up`` / ``namesrv`` / ``broker`` servers (and, later, admin commands)."""

@@ -1,0 +1,302 @@
+"""``rocketq up | namesrv | broker``: run the servers in one process on one event loop.
+
+Once every server of the command is serving, exactly one line goes to stdout (and is flushed):
+``READY namesrv=HOST:PORT broker=HOST:PORT`` (only the servers the command runs). SIGINT/SIGTERM
+stop the servers gracefully, broker first (it unregisters from the name server and flushes its
+store), and the process exits 0; a second signal abandons the shutdown (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import functools
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+from rocketq.cli.assembly import DEFAULT_DATA_DIR, DEFAULT_HOST, ServeOptions, ServePlan, build_plan
+from rocketq.cli.errors import CliError
+from rocketq.config import dump_properties, rocketmq_key
+
+log = logging.getLogger("rocketq.cli")
+
+SHUTDOWN_TIMEOUT = 60.0  # per server: a broker flushing a large dirty page cache needs a while
+
+
+class Controller(Protocol):
+    """What the CLI needs of NamesrvController and BrokerController."""
+
+    @property
+    def address(self) -> str: ...
+
+    async def start(self) -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments.
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535; 0 picks a free one)")
+    return port
+
+
+def add_commands(commands: Any) -> None:
+    """Add up / namesrv / broker to the ``rocketq`` sub-command parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-c", "--config", metavar="FILE", dest="config_file",
+        help="a RocketMQ .properties file (broker.conf) or a .toml file",
+    )
+    common.add_argument(
+        "--set", metavar="KEY=VALUE", dest="sets", action="append", default=[],
+        help="set one config key (RocketMQ name, e.g. flushDiskType=SYNC_FLUSH); repeatable; wins over "
+        "the file and ROCKETQ_* environment variables",
+    )
+    common.add_argument(
+        "--data-dir", metavar="DIR", default=DEFAULT_DATA_DIR,
+        help=f"where the servers keep their files (default: ./{DEFAULT_DATA_DIR})",
+    )
+    common.add_argument("--host", help=f"address to listen on and advertise (default: {DEFAULT_HOST})")
+    common.add_argument(
+        "-p", "--print-config", action="store_true",
+        help="print the effective configuration and exit",
+    )
+    common.add_argument(
+        "--log-level", default="INFO", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="log level of the lines written to stderr (default: INFO)",
+    )
+    namesrv_port = argparse.ArgumentParser(add_help=False)
+    namesrv_port.add_argument(
+        "--namesrv-port", type=_port, metavar="N", help="name server port (default 9876; 0 picks a free one)"
+    )
+    broker_opts = argparse.ArgumentParser(add_help=False)
+    broker_opts.add_argument(
+        "--broker-port", type=_port, metavar="N", help="broker port (default 10911; 0 picks a free one)"
+    )
+    broker_opts.add_argument(
+        "-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)",
+    )
+
+    for role, parents, text in (
+        ("up", [common, namesrv_port, broker_opts], "a name server and a broker in one process"),
+        ("namesrv", [common, namesrv_port], "a name server"),
+        ("broker", [common, broker_opts], "a broker"),
+    ):
+        sub = commands.add_parser(role, parents=parents, help=f"run {text}", description=f"Run {text}.")
+        sub.set_defaults(handler=_handler(role))
+
+
+def _handler(role: str) -> Callable[[argparse.Namespace], int]:
+    def handle(args: argparse.Namespace) -> int:
+        opts = ServeOptions(
+            role=role,  # type: ignore[arg-type]
+            data_dir=args.data_dir,
+            config_file=args.config_file,
+            sets=tuple(args.sets),
+            host=args.host,
+            namesrv_port=getattr(args, "namesrv_port", None),
+            broker_port=getattr(args, "broker_port", None),
+            namesrv_addr=getattr(args, "namesrv_addr", None),
+        )
+        plan = build_plan(opts)
+        if args.print_config:
+            print_config(plan, sys.stdout)
+            return 0
+        return run(plan)
+
+    return handle
+
+
+def print_config(plan: ServePlan, out: TextIO) -> None:
+    """RocketMQ's ``-p``: the effective config; a table on a terminal, properties text otherwise."""
+    groups = []
+    if plan.namesrv is not None:
+        groups.append(("name server", [plan.namesrv, plan.namesrv_server]))
+    if plan.broker is not None:
+        groups.append(("broker", [plan.broker, plan.store, plan.broker_server]))
+    if not out.isatty():
+        for title, objs in groups:
+            out.write(f"# {title}\n{dump_properties(objs)}")
+        out.flush()
+        return
+    console = Console(file=out)
+    for title, objs in groups:
+        origins = {
+            rocketmq_key(type(obj), f.name): plan.configs.origin(type(obj), f.name) or ""
+            for obj in reversed(objs)
+            for f in dataclasses.fields(obj)
+        }
+        table = Table("key", "value", "set by", title=title, title_justify="left")
+        for line in dump_properties(objs).splitlines():
+            key, _, value = line.partition("=")
+            table.add_row(key, value, origins.get(key, ""))
+        console.print(table)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running.
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    try:
+        from rocketq.remoting.loop import new_event_loop
+
+        return new_event_loop
+    except ImportError:
+        pass
+    try:
+        import uvloop
+
+        return uvloop.new_event_loop
+    except ImportError:
+        return asyncio.new_event_loop
+
+
+def run(plan: ServePlan) -> int:
+    """Serve until SIGINT/SIGTERM; the exit code."""
+    try:
+        plan.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create data directory {plan.data_dir}: {exc.strerror or exc}") from None
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(serve(plan, sys.stdout))
+
+
+def _controllers(plan: ServePlan) -> tuple[type | None, type | None]:
+    namesrv_cls = broker_cls = None
+    try:
+        if plan.namesrv is not None:
+            from rocketq.namesrv.server import NamesrvController
+
+            namesrv_cls = NamesrvController
+        if plan.broker is not None:
+            from rocketq.broker.controller import BrokerController
+
+            broker_cls = BrokerController
+    except ImportError as exc:
+        raise CliError(f"this build of rocketq cannot run a {plan.role} server yet ({exc})") from None
+    return namesrv_cls, broker_cls
+
+
+async def serve(plan: ServePlan, out: TextIO) -> int:
+    """Start the plan's servers, announce READY on ``out``, wait for a signal, stop them."""
+    namesrv_cls, broker_cls = _controllers(plan)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    main_task = asyncio.current_task()
+    signals_seen = 0
+
+    def on_signal(signum: int) -> None:
+        nonlocal signals_seen
+        signals_seen += 1
+        if signals_seen == 1:
+            log.info("%s received, shutting down", signal.Signals(signum).name)
+            stop.set()
+        elif main_task is not None:
+            log.warning("%s received again, abandoning the graceful shutdown", signal.Signals(signum).name)
+            main_task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread / not a Unix loop
+            pass
+
+    started: list[tuple[str, Controller]] = []
+    clean = True
+    try:
+        ready = []
+        if namesrv_cls is not None:
+            make_namesrv = functools.partial(namesrv_cls, plan.namesrv, plan.namesrv_server)
+            namesrv = await _start("name server", make_namesrv, started)
+            ready.append(f"namesrv={namesrv.address}")
+        if broker_cls is not None and plan.broker is not None:
+            broker_config = plan.broker
+            if plan.use_embedded_namesrv and started:
+                broker_config = dataclasses.replace(broker_config, namesrv_addr=started[0][1].address)
+            if not broker_config.namesrv_addr_list:
+                log.warning("namesrvAddr is not set: the broker will not register with any name server")
+            make_broker = functools.partial(broker_cls, broker_config, plan.store, plan.broker_server)
+            broker = await _start("broker", make_broker, started)
+            ready.append(f"broker={broker.address}")
+        if not stop.is_set():
+            _announce(out, "READY " + " ".join(ready))
+        await stop.wait()
+    except asyncio.CancelledError:
+        log.error("startup abandoned")
+        clean = False
+    finally:
+        # also on a failed start: a half-started server still releases its ports and files
+        if started:
+            clean = await _shutdown_all(started) and clean
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+    return 0 if clean else 1
+
+
+async def _start(
+    what: str, factory: Callable[[], Controller], started: list[tuple[str, Controller]]
+) -> Controller:
+    try:
+        ctl = factory()
+    except Exception as exc:
+        raise _start_failure(what, exc) from None
+    started.append((what, ctl))  # from here on it is shut down, even when start() fails half-way
+    try:
+        await ctl.start()
+    except Exception as exc:
+        raise _start_failure(what, exc) from None
+    return ctl
+
+
+def _start_failure(what: str, exc: Exception) -> CliError:
+    log.debug("the %s failed to start", what, exc_info=exc)
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+    return CliError(f"the {what} failed to start: {reason}")
+
+
+async def _shutdown_all(started: list[tuple[str, Controller]]) -> bool:
+    clean = True
+    for what, ctl in reversed(started):
+        try:
+            await asyncio.wait_for(ctl.shutdown(), SHUTDOWN_TIMEOUT)
+            log.info("the %s shut down", what)
+        except TimeoutError:
+            log.error("the %s did not shut down within %.0f s", what, SHUTDOWN_TIMEOUT)
+            clean = False
+        except asyncio.CancelledError:
+            log.error("shutdown of the %s abandoned", what)
+            return False
+        except Exception as exc:
+            log.error("the %s failed to shut down: %s", what, exc)
+            log.debug("shutdown failure", exc_info=True)
+            clean = False
+    return clean
+
+
+def _announce(out: TextIO, line: str) -> None:
+    try:
+        out.write(line + "\n")
+        out.flush()
+    except (BrokenPipeError, ValueError):  # nobody reads stdout any more: keep serving
+        log.debug("stdout is closed; READY line not delivered")
+    log.info("%s", line)
+
