@@ -125,6 +125,10 @@ class InvalidParameter(ServerError):
     code = ResponseCode.INVALID_PARAMETER
 
 
+class HeaderError(InvalidParameter):
+    """A request header field (extFields) that is missing or does not parse as its Java type."""
+
+
 class FlushDiskTimeout(ServerError):
     code = ResponseCode.FLUSH_DISK_TIMEOUT
 

@@ -1,0 +1,403 @@
+"""RemotingCommand: the one message shape of RocketMQ's remoting protocol (PROTOCOL.md §1).
+
+A command is a header (code, language, version, opaque, flag, remark, extFields) plus an opaque
+body. This module turns headers into values and back; framing (the two leading ints) lives in
+``frame.py``. We always *write* JSON headers because the C++ client ignores the serialize-type
+byte and parses JSON; we *read* both JSON and the ROCKETMQ binary layout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Sequence
+from typing import Any, Final, TypeAlias
+
+import orjson
+
+from rocketq.codec.codes import ROCKETQ_VERSION, LanguageCode, SerializeType
+from rocketq.errors import ProtocolError
+
+__all__ = [
+    "FLAG_ONEWAY",
+    "FLAG_RESPONSE",
+    "Body",
+    "Buffer",
+    "RemotingCommand",
+    "decode_header",
+    "decode_json_header",
+    "decode_rocketmq_header",
+    "encode_json_header",
+    "encode_rocketmq_header",
+    "next_opaque",
+]
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+# A body may be several buffers (slices of mapped commit-log files) that are written with
+# writelines() and never joined on the hot path.
+Body: TypeAlias = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
+
+FLAG_RESPONSE: Final = 1  # bit 0 (RPC_TYPE)
+FLAG_ONEWAY: Final = 2  # bit 1 (RPC_ONEWAY)
+
+_LANGUAGE_NAMES: Final[dict[int, str]] = {int(m): m.name for m in LanguageCode}
+_LANGUAGE_BY_NAME: Final[dict[str, int]] = {m.name: int(m) for m in LanguageCode}
+
+_opaque_counter = itertools.count(1)
+_loads = orjson.loads
+
+
+def next_opaque() -> int:
+    """A fresh request id from the per-process counter (wraps inside Java's int range)."""
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
+def _body_length(body: Body) -> int:
+    if isinstance(body, bytes | bytearray):
+        return len(body)
+    if isinstance(body, memoryview):
+        return body.nbytes
+    return sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in body)
+
+
+class RemotingCommand:
+    """A request or response. Mutable on purpose: processors build responses up field by field.
+
+    A decoded ``body`` is a memoryview of the network read it arrived in (no copy): it keeps that
+    whole read alive, so take ``bytes(cmd.body)`` before holding on to it for long.
+    """
+
+    __slots__ = (
+        "body",
+        "code",
+        "ext_fields",
+        "flag",
+        "language",
+        "opaque",
+        "remark",
+        "serialize_type",
+        "version",
+    )
+
+    def __init__(
+        self,
+        code: int,
+        language: int = LanguageCode.PYTHON,
+        version: int = ROCKETQ_VERSION,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        serialize_type: int = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields = ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
+
+    # -- constructors ---------------------------------------------------------------------------
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        oneway: bool = False,
+    ) -> RemotingCommand:
+        """A request with a fresh opaque; a transport may re-number it when it sends it."""
+        return cls(
+            code,
+            opaque=next_opaque(),
+            flag=FLAG_ONEWAY if oneway else 0,
+            ext_fields=ext_fields,
+            body=body,
+        )
+
+    @classmethod
+    def response(
+        cls,
+        code: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        *,
+        opaque: int = 0,
+    ) -> RemotingCommand:
+        return cls(code, opaque=opaque, flag=FLAG_RESPONSE, remark=remark, ext_fields=ext_fields, body=body)
+
+    def make_response(
+        self,
+        code: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+    ) -> RemotingCommand:
+        """The response to this request: same opaque, response flag set."""
+        return RemotingCommand(
+            code, opaque=self.opaque, flag=FLAG_RESPONSE, remark=remark, ext_fields=ext_fields, body=body
+        )
+
+    # -- flags ----------------------------------------------------------------------------------
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    def mark_response(self) -> None:
+        self.flag |= FLAG_RESPONSE
+
+    def mark_oneway(self) -> None:
+        self.flag |= FLAG_ONEWAY
+
+    # -- body helpers ---------------------------------------------------------------------------
+
+    @property
+    def body_length(self) -> int:
+        return _body_length(self.body)
+
+    def body_bytes(self) -> bytes:
+        """The body as one bytes object (copies; not for the hot path)."""
+        body = self.body
+        if isinstance(body, bytes):
+            return body
+        if isinstance(body, bytearray | memoryview):
+            return bytes(body)
+        return b"".join(body)
+
+    def ext(self, key: str, default: str | None = None) -> str | None:
+        fields = self.ext_fields
+        if fields is None:
+            return default
+        return fields.get(key, default)
+
+    # -- value semantics for tests and logs -------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return (
+            self.code == other.code
+            and self.language == other.language
+            and self.version == other.version
+            and self.opaque == other.opaque
+            and self.flag == other.flag
+            and self.remark == other.remark
+            and (self.ext_fields or None) == (other.ext_fields or None)
+            and self.body_bytes() == other.body_bytes()
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        lang = _LANGUAGE_NAMES.get(self.language, str(self.language))
+        return (
+            f"RemotingCommand [code={self.code}, language={lang}, version={self.version}, "
+            f"opaque={self.opaque}, flag(B)={self.flag:b}, remark={self.remark}, "
+            f"extFields={self.ext_fields}, bodyLength={self.body_length}, "
+            f"serializeTypeCurrentRPC={SerializeType(self.serialize_type).name}]"
+        )
+
+
+# -- JSON header ------------------------------------------------------------------------------------
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """Compact JSON with fastjson's member order (alphabetical) and null members omitted."""
+    obj: dict[str, Any] = {"code": cmd.code}
+    if cmd.ext_fields is not None:
+        obj["extFields"] = cmd.ext_fields
+    obj["flag"] = cmd.flag
+    obj["language"] = _LANGUAGE_NAMES.get(cmd.language, "OTHER")
+    obj["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        obj["remark"] = cmd.remark
+    obj["serializeTypeCurrentRPC"] = "JSON"
+    obj["version"] = cmd.version
+    try:
+        return orjson.dumps(obj)
+    except TypeError as e:  # a non-str key in ext_fields: the caller's bug, reported as such
+        raise ProtocolError(f"cannot encode header of {cmd!r}: {e}") from e
+
+
+def _json_scalar_to_str(key: str, value: Any) -> str:
+    # Java's Map<String,String> would hold the text of the JSON token; the C++ client sends
+    # ints, and some clients booleans, for what are strings to every other peer.
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict | list):
+        return orjson.dumps(value).decode()
+    raise ProtocolError(f"extFields value of <{key}> has an unsupported type")
+
+
+def _coerce_ext_fields(ext: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in ext.items():
+        if value is None:
+            continue
+        out[key] = value if type(value) is str else _json_scalar_to_str(key, value)
+    return out
+
+
+def _header_int(obj: dict[str, Any], key: str, default: int) -> int:
+    value = obj.get(key)
+    if type(value) is int:
+        return value
+    if value is None:
+        return default
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ProtocolError(f"header member <{key}> is not an integer: {value!r}")
+
+
+def _language(value: Any) -> int:
+    if type(value) is str:
+        return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
+    if type(value) is int:
+        return value
+    if value is None:
+        return LanguageCode.JAVA
+    raise ProtocolError(f"header member <language> is not a name or number: {value!r}")
+
+
+def decode_json_header(data: Buffer) -> RemotingCommand:
+    """Parse a JSON header (serialize type 0), tolerating the quirks of real clients (§1.3)."""
+    try:
+        obj = _loads(data)
+    except orjson.JSONDecodeError as e:
+        raise ProtocolError(f"bad JSON header: {e}") from None
+    if type(obj) is not dict:
+        raise ProtocolError("JSON header is not an object")
+    get = obj.get
+    code = get("code")
+    version = get("version", 0)
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    # One chained identity test for the common case: all four are plain JSON integers.
+    if not int is type(code) is type(version) is type(opaque) is type(flag):
+        if code is None:
+            raise ProtocolError("JSON header has no code")
+        code = _header_int(obj, "code", 0)
+        version = _header_int(obj, "version", 0)
+        opaque = _header_int(obj, "opaque", 0)
+        flag = _header_int(obj, "flag", 0)
+    lang = get("language", "JAVA")
+    language = _LANGUAGE_BY_NAME.get(lang) if type(lang) is str else None
+    if language is None:
+        language = _language(lang)
+    remark = get("remark")
+    if remark is not None and type(remark) is not str:
+        if isinstance(remark, dict | list):
+            raise ProtocolError("header member <remark> is not a string")
+        remark = _json_scalar_to_str("remark", remark)
+    ext = get("extFields")
+    if ext is not None:
+        if type(ext) is not dict:
+            raise ProtocolError("header member <extFields> is not an object")
+        for value in ext.values():
+            if value.__class__ is not str:
+                ext = _coerce_ext_fields(ext)
+                break
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", 0)
+
+
+# -- ROCKETMQ binary header -------------------------------------------------------------------------
+
+_BIN_FIXED: Final = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remark length
+_INT: Final = struct.Struct(">i")
+_SHORT: Final = struct.Struct(">h")
+
+
+def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+    """The ROCKETMQ binary header (§1.4). Codes and versions must fit a signed short."""
+    remark = cmd.remark.encode() if cmd.remark else b""
+    parts: list[bytes] = []
+    ext = cmd.ext_fields
+    if ext:
+        for key, value in ext.items():
+            if key is None or value is None:
+                continue
+            k = key.encode()
+            v = value.encode()
+            parts.append(_SHORT.pack(len(k)) + k + _INT.pack(len(v)) + v)
+    ext_bytes = b"".join(parts)
+    try:
+        fixed = _BIN_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, len(remark))
+    except struct.error as e:
+        raise ProtocolError(f"command does not fit the ROCKETMQ binary header: {e}") from None
+    return fixed + remark + _INT.pack(len(ext_bytes)) + ext_bytes
+
+
+def _read_str(buf: memoryview, pos: int, length: int, what: str) -> str | None:
+    if length == 0:
+        return None
+    end = pos + length
+    if length < 0 or end > len(buf):
+        raise ProtocolError(f"binary header {what} length {length} out of bounds")
+    try:
+        return str(buf[pos:end], "utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError(f"binary header {what} is not UTF-8") from None
+
+
+def decode_rocketmq_header(data: Buffer) -> RemotingCommand:
+    """Parse a ROCKETMQ binary header (serialize type 1)."""
+    buf = memoryview(data)
+    size = len(buf)
+    if size < _BIN_FIXED.size + 4:
+        raise ProtocolError(f"binary header too short: {size} bytes")
+    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(buf, 0)
+    pos = _BIN_FIXED.size
+    remark = _read_str(buf, pos, remark_len, "remark")
+    pos += remark_len
+    if pos + 4 > size:
+        raise ProtocolError("binary header truncated before extFields")
+    (ext_len,) = _INT.unpack_from(buf, pos)
+    pos += 4
+    end = pos + ext_len
+    if ext_len < 0 or end > size:
+        raise ProtocolError(f"binary header extFields length {ext_len} out of bounds")
+    ext: dict[str, str] | None = None
+    if ext_len > 0:
+        ext = {}
+        while pos < end:
+            if pos + 2 > end:
+                raise ProtocolError("binary header extFields entry truncated")
+            (klen,) = _SHORT.unpack_from(buf, pos)
+            key = _read_str(buf, pos + 2, klen, "extFields key")
+            pos += 2 + klen
+            if pos + 4 > end:
+                raise ProtocolError("binary header extFields entry truncated")
+            (vlen,) = _INT.unpack_from(buf, pos)
+            value = _read_str(buf, pos + 4, vlen, "extFields value")
+            pos += 4 + vlen
+            if pos > end:
+                raise ProtocolError("binary header extFields entry overruns its map")
+            if key is not None and value is not None:
+                ext[key] = value
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", SerializeType.ROCKETMQ)
+
+
+def decode_header(data: Buffer, serialize_type: int) -> RemotingCommand:
+    if serialize_type == SerializeType.JSON:
+        return decode_json_header(data)
+    if serialize_type == SerializeType.ROCKETMQ:
+        return decode_rocketmq_header(data)
+    raise ProtocolError(f"unknown serialize type {serialize_type}")

@@ -1,0 +1,527 @@
+"""The stored message layout: commit-log records, properties, batch bodies and message ids.
+
+Sans-I/O: bytes in, values out. The record layout is RocketMQ's (PROTOCOL.md §3.1-3.5), so what
+the store writes is exactly what PULL/QUERY/VIEW answers carry and what every client decodes.
+Anything malformed raises `rocketq.errors.ProtocolError` and nothing else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import os
+import random
+import struct
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Final
+
+from rocketq.errors import ProtocolError
+
+MAGIC_V1: Final = -626843481  # 0xDAA320A7
+MAGIC_V2: Final = -626843477  # 0xDAA320AB
+BLANK_MAGIC: Final = -875286124  # 0xCBD43194: the end-of-file marker of a commit-log segment
+
+NAME_VALUE_SEPARATOR: Final = "\x01"
+PROPERTY_SEPARATOR: Final = "\x02"
+MAX_PROPERTIES_LENGTH: Final = 32767  # stored behind a signed short
+MAX_TOPIC_LENGTH_V1: Final = 127  # signed byte length in the V1 layout
+
+
+class MessageSysFlag:
+    """Bits of the record's SYSFLAG (MessageSysFlag.java)."""
+
+    COMPRESSED_FLAG: Final = 0x1
+    MULTI_TAGS_FLAG: Final = 0x2
+    TRANSACTION_NOT_TYPE: Final = 0x0
+    TRANSACTION_PREPARED_TYPE: Final = 0x4
+    TRANSACTION_COMMIT_TYPE: Final = 0x8
+    TRANSACTION_ROLLBACK_TYPE: Final = 0xC
+    TRANSACTION_MASK: Final = 0xC
+    BORNHOST_V6_FLAG: Final = 0x10
+    STOREHOSTADDRESS_V6_FLAG: Final = 0x20
+    NEED_UNWRAP_FLAG: Final = 0x40
+    INNER_BATCH_FLAG: Final = 0x80
+    COMPRESSION_TYPE_MASK: Final = 0x700
+    COMPRESSION_LZ4: Final = 0x100
+    COMPRESSION_ZSTD: Final = 0x200
+    COMPRESSION_ZLIB: Final = 0x300
+
+    @staticmethod
+    def transaction_value(sys_flag: int) -> int:
+        return sys_flag & MessageSysFlag.TRANSACTION_MASK
+
+    @staticmethod
+    def reset_transaction_value(sys_flag: int, tran_type: int) -> int:
+        return (sys_flag & ~MessageSysFlag.TRANSACTION_MASK) | tran_type
+
+
+class MessageConst:
+    """Property keys (MessageConst.java); users know these names."""
+
+    PROPERTY_KEYS: Final = "KEYS"
+    PROPERTY_TAGS: Final = "TAGS"
+    PROPERTY_WAIT_STORE_MSG_OK: Final = "WAIT"
+    PROPERTY_DELAY_TIME_LEVEL: Final = "DELAY"
+    PROPERTY_RETRY_TOPIC: Final = "RETRY_TOPIC"
+    PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
+    PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
+    PROPERTY_TRANSACTION_PREPARED: Final = "TRAN_MSG"
+    PROPERTY_PRODUCER_GROUP: Final = "PGROUP"
+    PROPERTY_MIN_OFFSET: Final = "MIN_OFFSET"
+    PROPERTY_MAX_OFFSET: Final = "MAX_OFFSET"
+    PROPERTY_BUYER_ID: Final = "BUYER_ID"
+    PROPERTY_ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+    PROPERTY_TRANSFER_FLAG: Final = "TRANSFER_FLAG"
+    PROPERTY_CORRECTION_FLAG: Final = "CORRECTION_FLAG"
+    PROPERTY_MQ2_FLAG: Final = "MQ2_FLAG"
+    PROPERTY_RECONSUME_TIME: Final = "RECONSUME_TIME"
+    PROPERTY_MSG_REGION: Final = "MSG_REGION"
+    PROPERTY_TRACE_SWITCH: Final = "TRACE_ON"
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: Final = "UNIQ_KEY"
+    PROPERTY_EXTEND_UNIQ_INFO: Final = "EXTEND_UNIQ_INFO"
+    PROPERTY_MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    PROPERTY_CONSUME_START_TIMESTAMP: Final = "CONSUME_START_TIME"
+    PROPERTY_INNER_NUM: Final = "INNER_NUM"
+    PROPERTY_INNER_BASE: Final = "INNER_BASE"
+    DUP_INFO: Final = "DUP_INFO"
+    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
+    PROPERTY_TRANSACTION_ID: Final = "__transactionId__"
+    PROPERTY_TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+    PROPERTY_INSTANCE_ID: Final = "INSTANCE_ID"
+    PROPERTY_CORRELATION_ID: Final = "CORRELATION_ID"
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT: Final = "REPLY_TO_CLIENT"
+    PROPERTY_MESSAGE_TTL: Final = "TTL"
+    PROPERTY_REPLY_MESSAGE_ARRIVE_TIME: Final = "ARRIVE_TIME"
+    PROPERTY_PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
+    PROPERTY_CLUSTER: Final = "CLUSTER"
+    PROPERTY_MESSAGE_TYPE: Final = "MSG_TYPE"
+    PROPERTY_POP_CK: Final = "POP_CK"
+    PROPERTY_POP_CK_OFFSET: Final = "POP_CK_OFFSET"
+    PROPERTY_FIRST_POP_TIME: Final = "1ST_POP_TIME"
+    PROPERTY_SHARDING_KEY: Final = "__SHARDINGKEY"
+    PROPERTY_FORWARD_QUEUE_ID: Final = "PROPERTY_FORWARD_QUEUE_ID"
+    PROPERTY_REDIRECT: Final = "REDIRECT"
+    PROPERTY_INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
+    PROPERTY_TRACE_CONTEXT: Final = "TRACE_CONTEXT"
+    PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+    PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+    PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+    PROPERTY_TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
+    PROPERTY_TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
+    PROPERTY_TIMER_ROLL_TIMES: Final = "TIMER_ROLL_TIMES"
+    PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+    PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
+    PROPERTY_TIMER_DELAY_LEVEL: Final = "TIMER_DELAY_LEVEL"
+    PROPERTY_BORN_HOST: Final = "__BORNHOST"
+    PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
+    PROPERTY_CRC32: Final = "__CRC32#"
+    PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
+    PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
+    PROPERTY_TRANSIENT_PREFIX: Final = "__RMQ.TRANSIENT."
+    KEY_SEPARATOR: Final = " "
+
+
+# --------------------------------------------------------------------------------------------
+# properties, hashes, CRC
+
+
+def encode_properties(properties: Mapping[str, str | None]) -> str:
+    """`name \\x01 value \\x02` per entry, trailing separator included (C++/ali-ons style)."""
+    return "".join(f"{k}\x01{v}\x02" for k, v in properties.items() if v is not None)
+
+
+def decode_properties(text: str) -> dict[str, str]:
+    """Parse a properties string; the trailing \\x02 is optional (Java 4.9 omits it).
+
+    A segment counts only when its first \\x01 is neither its first nor its last character,
+    which is exactly the tolerant rule of RocketMQ's decoder (later duplicates win).
+    """
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    for seg in text.split("\x02"):
+        i = seg.find("\x01")
+        if 0 < i < len(seg) - 1:
+            out[seg[:i]] = seg[i + 1 :]
+    return out
+
+
+def java_string_hash(s: str) -> int:
+    """Java `String.hashCode()`: signed 32-bit, h = 31h + c over UTF-16 code units."""
+    if s.isascii():
+        units: Iterable[int] = s.encode("ascii")
+    else:
+        raw = s.encode("utf-16-be")
+        units = struct.unpack(f">{len(raw) // 2}H", raw)
+    h = 0
+    for c in units:
+        h = (31 * h + c) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+@lru_cache(maxsize=8192)
+def tags_code(tags: str | None) -> int:
+    """The consume-queue tagsCode of a TAGS value (0 without tags); tags repeat, hence the cache."""
+    if not tags:
+        return 0
+    return java_string_hash(tags)
+
+
+def body_crc(body: bytes | bytearray | memoryview) -> int:
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def decompress_body(body: bytes, sys_flag: int) -> bytes:
+    """The body as the producer sent it (only ZLIB, the Java default, is in the stdlib)."""
+    if not sys_flag & MessageSysFlag.COMPRESSED_FLAG:
+        return body
+    kind = sys_flag & MessageSysFlag.COMPRESSION_TYPE_MASK
+    if kind not in (0, MessageSysFlag.COMPRESSION_ZLIB):
+        raise ProtocolError(f"unsupported compression type 0x{kind:x}")
+    try:
+        return zlib.decompress(body)
+    except zlib.error as e:
+        raise ProtocolError(f"corrupt compressed body: {e}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# hosts
+
+
+@lru_cache(maxsize=1024)
+def encode_host(ip: str, port: int) -> bytes:
+    """IP bytes (4 or 16) + port int, as the record stores BORNHOST / STOREHOST."""
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        raise ProtocolError(f"bad IP address {ip!r}") from None
+    return addr.packed + struct.pack(">i", port)
+
+
+def is_ipv6(ip: str) -> bool:
+    return ":" in ip
+
+
+def _decode_ip(raw: bytes | memoryview) -> str:
+    if len(raw) == 4:
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"
+    return str(ipaddress.IPv6Address(bytes(raw)))
+
+
+# --------------------------------------------------------------------------------------------
+# message ids
+
+
+def offset_msg_id(ip: str, port: int, offset: int) -> str:
+    """Store host + commit-log offset, uppercase hex (32 chars IPv4, 56 IPv6)."""
+    return (encode_host(ip, port) + struct.pack(">q", offset)).hex().upper()
+
+
+def offset_msg_id_prefix(ip: str, port: int) -> str:
+    """The host part of every offset msgId of one store; append `f"{offset:016X}"`."""
+    return encode_host(ip, port).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
+    """(ip, port, commit-log offset) from an offset msgId."""
+    if len(msg_id) not in (32, 56):
+        raise ProtocolError(f"bad offset msgId length {len(msg_id)}")
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError:
+        raise ProtocolError(f"offset msgId is not hex: {msg_id!r}") from None
+    ip_len = len(raw) - 12
+    port, offset = struct.unpack_from(">iq", raw, ip_len)
+    return _decode_ip(raw[:ip_len]), port, offset
+
+
+class UniqIdGenerator:
+    """Client-side unique message ids (the UNIQ_KEY property), MessageClientIDSetter's layout.
+
+    ip (4/16 bytes) + pid (short) + a per-process random int, then ms since the start of the
+    current month (local time) as an int and a short counter: 32 hex chars for IPv4.
+    """
+
+    __slots__ = ("_clock", "_counter", "_next_start", "_prefix", "_start")
+
+    def __init__(
+        self,
+        ip: str = "127.0.0.1",
+        pid: int | None = None,
+        prefix_int: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        ip_raw = encode_host(ip, 0)[:-4]
+        pid_v = (os.getpid() if pid is None else pid) & 0xFFFF
+        rnd = random.getrandbits(32) if prefix_int is None else prefix_int & 0xFFFFFFFF
+        self._prefix = (ip_raw + struct.pack(">HI", pid_v, rnd)).hex().upper()
+        self._clock = clock
+        self._counter = itertools.count(random.getrandbits(16))
+        self._start = 0
+        self._next_start = 0
+
+    def _month_bounds(self, now_ms: int) -> None:
+        t = time.localtime(now_ms / 1000)
+        start = time.mktime((t.tm_year, t.tm_mon, 1, 0, 0, 0, 0, 0, -1))
+        year, month = (t.tm_year + 1, 1) if t.tm_mon == 12 else (t.tm_year, t.tm_mon + 1)
+        nxt = time.mktime((year, month, 1, 0, 0, 0, 0, 0, -1))
+        self._start, self._next_start = int(start * 1000), int(nxt * 1000)
+
+    def next_id(self) -> str:
+        now = int(self._clock() * 1000)
+        if now >= self._next_start or now < self._start - 1_000_000:
+            self._month_bounds(now)
+        diff = now - self._start
+        if -1_000_000 < diff < 0:  # a small step back of the clock (NTP): clamp like Java
+            diff = 0
+        return f"{self._prefix}{diff & 0xFFFFFFFF:08X}{next(self._counter) & 0xFFFF:04X}"
+
+    __call__ = next_id
+
+
+# --------------------------------------------------------------------------------------------
+# stored records
+
+
+@dataclass(frozen=True, slots=True)
+class MessageExt:
+    """One stored message with every field of its commit-log record."""
+
+    topic: str
+    body: bytes
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    queue_id: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: tuple[str, int] = ("127.0.0.1", 0)
+    store_timestamp: int = 0
+    store_host: tuple[str, int] = ("127.0.0.1", 0)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    body_crc: int = 0
+    store_size: int = 0
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(MessageConst.PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(MessageConst.PROPERTY_KEYS)
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+    @property
+    def msg_id(self) -> str:
+        """The offset msgId (store host + commit-log offset)."""
+        return offset_msg_id(self.store_host[0], self.store_host[1], self.commit_log_offset)
+
+
+# SIZE MAGIC CRC QUEUEID FLAG QUEUEOFFSET PHYSOFFSET SYSFLAG BORNTIMESTAMP
+_HEAD = struct.Struct(">iiiiiqqiq")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_I64 = struct.Struct(">q")
+_HOST_LEN_V4 = 8
+_HOST_LEN_V6 = 20
+# record bytes besides body, topic and properties with IPv4 hosts (V1 topic length byte)
+FIXED_RECORD_LENGTH: Final = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2
+
+
+def record_length(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0) -> int:
+    """Total length of a stored record (V2 when the topic needs it)."""
+    extra = (12 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 0) + (
+        12 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 0
+    )
+    topic_extra = 1 if topic_len > MAX_TOPIC_LENGTH_V1 else 0
+    return FIXED_RECORD_LENGTH + extra + topic_extra + body_len + topic_len + props_len
+
+
+def decode_message(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[MessageExt, int]:
+    """Decode the record at `pos`; returns the message and the position after it."""
+    mv = memoryview(buf)
+    end_of_buf = len(mv)
+    try:
+        (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(
+            mv, pos
+        )
+        if magic not in (MAGIC_V1, MAGIC_V2):
+            raise ProtocolError(f"bad message magic 0x{magic & 0xFFFFFFFF:08X} at {pos}")
+        if size < FIXED_RECORD_LENGTH or pos + size > end_of_buf:
+            raise ProtocolError(f"bad message size {size} at {pos}")
+        p = pos + _HEAD.size
+        hl = _HOST_LEN_V6 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else _HOST_LEN_V4
+        born_ip = _decode_ip(mv[p : p + hl - 4])
+        (born_port,) = _I32.unpack_from(mv, p + hl - 4)
+        p += hl
+        (store_ts,) = _I64.unpack_from(mv, p)
+        p += 8
+        hl = _HOST_LEN_V6 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else _HOST_LEN_V4
+        store_ip = _decode_ip(mv[p : p + hl - 4])
+        (store_port,) = _I32.unpack_from(mv, p + hl - 4)
+        p += hl
+        reconsume, prepared, body_len = struct.unpack_from(">iqi", mv, p)
+        p += 16
+        if body_len < 0 or p + body_len > pos + size:
+            raise ProtocolError(f"bad body length {body_len} at {pos}")
+        body = bytes(mv[p : p + body_len])
+        p += body_len
+        if magic == MAGIC_V1:
+            topic_len = mv[p]
+            p += 1
+        else:
+            (topic_len,) = _I16.unpack_from(mv, p)
+            p += 2
+        if topic_len < 0 or p + topic_len > pos + size:
+            raise ProtocolError(f"bad topic length {topic_len} at {pos}")
+        topic = str(mv[p : p + topic_len], "utf-8")
+        p += topic_len
+        (props_len,) = _I16.unpack_from(mv, p)
+        p += 2
+        if props_len < 0 or p + props_len != pos + size:
+            raise ProtocolError(f"record length {size} does not match its fields at {pos}")
+        props = decode_properties(str(mv[p : p + props_len], "utf-8")) if props_len else {}
+        p += props_len
+    except (struct.error, UnicodeDecodeError, IndexError) as e:
+        raise ProtocolError(f"truncated or corrupt message at {pos}: {e}") from None
+    if magic == MAGIC_V1 and topic_len > MAX_TOPIC_LENGTH_V1:
+        raise ProtocolError(f"V1 topic length {topic_len} at {pos}")
+    msg = MessageExt(
+        topic=topic,
+        body=body,
+        flag=flag,
+        properties=props,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        commit_log_offset=phys,
+        sys_flag=sys_flag,
+        born_timestamp=born_ts,
+        born_host=(born_ip, born_port),
+        store_timestamp=store_ts,
+        store_host=(store_ip, store_port),
+        reconsume_times=reconsume,
+        prepared_transaction_offset=prepared,
+        body_crc=crc,
+        store_size=size,
+    )
+    return msg, p
+
+
+def decode_messages(buf: bytes | bytearray | memoryview) -> list[MessageExt]:
+    """Every record of a buffer of back-to-back records (a pull or query answer body)."""
+    out: list[MessageExt] = []
+    pos, end = 0, len(buf)
+    while pos < end:
+        msg, pos = decode_message(buf, pos)
+        out.append(msg)
+    return out
+
+
+def encode_message(msg: MessageExt) -> bytes:
+    """The §3.1 record of a message; V2 magic only when the topic is longer than 127 bytes.
+
+    The host flags of `sys_flag` follow the host addresses; a zero `body_crc` is computed.
+    """
+    topic = msg.topic.encode()
+    props = encode_properties(msg.properties).encode()
+    if len(props) > MAX_PROPERTIES_LENGTH:
+        raise ProtocolError(f"properties too long: {len(props)}")
+    if len(topic) > 32767:
+        raise ProtocolError(f"topic too long: {len(topic)}")
+    sys_flag = msg.sys_flag & ~(MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+    born = encode_host(*msg.born_host)
+    store = encode_host(*msg.store_host)
+    if len(born) == _HOST_LEN_V6:
+        sys_flag |= MessageSysFlag.BORNHOST_V6_FLAG
+    if len(store) == _HOST_LEN_V6:
+        sys_flag |= MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+    v2 = len(topic) > MAX_TOPIC_LENGTH_V1
+    topic_part = (_I16.pack(len(topic)) if v2 else bytes((len(topic),))) + topic
+    crc = msg.body_crc or body_crc(msg.body)
+    size = (
+        _HEAD.size + len(born) + 8 + len(store) + 16 + len(msg.body) + len(topic_part) + 2 + len(props)
+    )
+    return b"".join(
+        (
+            _HEAD.pack(
+                size,
+                MAGIC_V2 if v2 else MAGIC_V1,
+                crc,
+                msg.queue_id,
+                msg.flag,
+                msg.queue_offset,
+                msg.commit_log_offset,
+                sys_flag,
+                msg.born_timestamp,
+            ),
+            born,
+            _I64.pack(msg.store_timestamp),
+            store,
+            struct.pack(">iqi", msg.reconsume_times, msg.prepared_transaction_offset, len(msg.body)),
+            msg.body,
+            topic_part,
+            _I16.pack(len(props)),
+            props,
+        )
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# batch bodies (SEND_BATCH_MESSAGE)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    """One message of a batch body: user flag, body and the properties string."""
+
+    flag: int
+    body: bytes
+    properties: str
+
+
+_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGIC BODYCRC FLAG BODYLEN
+_BATCH_FIXED = _BATCH_HEAD.size + 2
+
+
+def encode_batch_body(items: Iterable[BatchItem]) -> bytes:
+    parts: list[bytes] = []
+    for it in items:
+        props = it.properties.encode()
+        size = _BATCH_FIXED + len(it.body) + len(props)
+        parts += (_BATCH_HEAD.pack(size, 0, 0, it.flag, len(it.body)), it.body, _I16.pack(len(props)), props)
+    return b"".join(parts)
+
+
+def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchItem]:
+    """Split a batch body into its messages; any inconsistent size raises ProtocolError."""
+    mv = memoryview(body)
+    out: list[BatchItem] = []
+    pos, end = 0, len(mv)
+    unpack_head, unpack_short = _BATCH_HEAD.unpack_from, _I16.unpack_from
+    try:
+        while pos < end:
+            size, _magic, _crc, flag, body_len = unpack_head(mv, pos)
+            rec_end = pos + size
+            b0 = pos + _BATCH_HEAD.size
+            if size < _BATCH_FIXED or rec_end > end or body_len < 0 or b0 + body_len + 2 > rec_end:
+                raise ProtocolError(f"corrupt batch body at {pos}")
+            (props_len,) = unpack_short(mv, b0 + body_len)
+            if props_len < 0 or b0 + body_len + 2 + props_len != rec_end:
+                raise ProtocolError(f"corrupt batch body at {pos}")
+            props = str(mv[rec_end - props_len : rec_end], "utf-8")
+            out.append(BatchItem(flag, bytes(mv[b0 : b0 + body_len]), props))
+            pos = rec_end
+    except (struct.error, UnicodeDecodeError) as e:
+        raise ProtocolError(f"truncated batch body at {pos}: {e}") from None
+    return out

@@ -1,0 +1,307 @@
+"""One TCP connection: ``Channel`` (what processors and clients use) and ``Connection`` (the
+asyncio Protocol that feeds it).
+
+Writes are corked: everything sent while a batch of frames is being dispatched, or during one
+loop iteration, leaves in a single ``writelines()`` call. Requests this side sends wait in a
+per-channel table keyed by opaque; the owning endpoint's periodic scan fails them at their
+deadline, and a closing channel fails all of its own at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import TYPE_CHECKING, Any, cast
+
+from rocketq.codec.command import FLAG_ONEWAY, FLAG_RESPONSE, Buffer, RemotingCommand, next_opaque
+from rocketq.codec.frame import FrameDecoder, encode_frame
+from rocketq.errors import ProtocolError, RemotingConnectError, RemotingSendError, RemotingTimeoutError
+
+if TYPE_CHECKING:
+    from rocketq.remoting.endpoint import RemotingEndpoint
+
+__all__ = ["Channel", "Connection", "format_address"]
+
+log = logging.getLogger("rocketq.remoting")
+
+# Frames (buffers) queued before a corked batch is written out anyway.
+CORK_LIMIT = 16
+
+
+def format_address(addr: Any) -> str:
+    """``(host, port, ...)`` from ``getpeername()`` as RocketMQ's ``host:port``."""
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        return f"{addr[0]}:{addr[1]}"
+    return str(addr) if addr else ""
+
+
+class Channel:
+    """A connection as seen by processors: send frames, invoke the peer, hang state on ``attrs``."""
+
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_corked",
+        "_endpoint",
+        "_flush_scheduled",
+        "_loop",
+        "_out",
+        "_pending",
+        "_transport",
+        "attrs",
+        "last_read",
+        "local_address",
+        "remote_address",
+    )
+
+    def __init__(self, transport: asyncio.Transport, endpoint: RemotingEndpoint) -> None:
+        self._transport = transport
+        self._endpoint = endpoint
+        self._loop = asyncio.get_running_loop()
+        self._out: list[Buffer] = []
+        self._flush_scheduled = False
+        self._corked = False
+        self._closed = False
+        # opaque -> (future, deadline on the loop clock, timeout in seconds for the error text)
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, float]] = {}
+        self.remote_address = format_address(transport.get_extra_info("peername"))
+        self.local_address = format_address(transport.get_extra_info("sockname"))
+        self.attrs: dict[str, Any] = {}
+        self.last_read = self._loop.time()
+
+    def __repr__(self) -> str:
+        state = "active" if self.is_active else "closed"
+        return f"Channel({self.local_address} -> {self.remote_address}, {state})"
+
+    @property
+    def is_active(self) -> bool:
+        return not self._closed and not self._transport.is_closing()
+
+    @property
+    def pending_requests(self) -> int:
+        return len(self._pending)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def send(self, cmd: RemotingCommand) -> bool:
+        """Queue one frame; False (and nothing sent) when the channel is closed."""
+        if self._closed:
+            log.debug("send to closed channel %s dropped: code=%s", self.remote_address, cmd.code)
+            return False
+        parts = encode_frame(cmd)
+        out = self._out
+        if len(parts) == 1:
+            out.append(parts[0])
+        else:
+            out.extend(parts)
+        if len(out) >= CORK_LIMIT:
+            # Let the peer start on part of a burst while we encode the rest: across two
+            # processes that overlap is worth more than the fewer syscalls of one big write.
+            self._write_out()
+        elif not self._corked and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+        return True
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        self._write_out()
+
+    def _write_out(self) -> None:
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        if self._closed:
+            return
+        try:
+            self._transport.writelines(out)
+        except (RuntimeError, OSError) as e:  # the transport closed under us
+            log.debug("write to %s failed: %s", self.remote_address, e)
+
+    # -- requests from this side ----------------------------------------------------------------
+
+    async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send a request and wait for its response (``RemotingTimeoutError`` at the deadline)."""
+        opaque, fut = self.start_request(cmd, timeout)
+        try:
+            return await fut
+        finally:
+            self._pending.pop(opaque, None)
+
+    def start_request(
+        self, cmd: RemotingCommand, timeout: float
+    ) -> tuple[int, asyncio.Future[RemotingCommand]]:
+        """Send a request; its response (or error) arrives on the returned future.
+
+        The caller owns the entry under the returned opaque: it pops it from the pending table
+        if it stops waiting early (``invoke`` does this for you).
+        """
+        if self._closed or self._transport.is_closing():
+            raise RemotingSendError(f"send request to <{self.remote_address}> failed: channel closed")
+        opaque = next_opaque()
+        cmd.opaque = opaque
+        cmd.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        loop = self._loop
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        self._pending[opaque] = (fut, loop.time() + timeout, timeout)
+        self._endpoint._track(self)
+        try:
+            self.send(cmd)
+        except BaseException:
+            del self._pending[opaque]
+            raise
+        return opaque, fut
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> None:
+        """Send a request that gets no response."""
+        if not self.is_active:
+            raise RemotingSendError(f"send request to <{self.remote_address}> failed: channel closed")
+        cmd.opaque = next_opaque()
+        cmd.flag = (cmd.flag & ~FLAG_RESPONSE) | FLAG_ONEWAY
+        self.send(cmd)
+
+    def _on_response(self, cmd: RemotingCommand) -> None:
+        entry = self._pending.pop(cmd.opaque, None)
+        if entry is None:
+            log.warning(
+                "receive response, but not matched any request, %s, opaque=%s",
+                self.remote_address,
+                cmd.opaque,
+            )
+            return
+        fut = entry[0]
+        if not fut.done():
+            fut.set_result(cmd)
+
+    def _expire(self, now: float) -> bool:
+        """Fail requests past their deadline; True while some are still pending."""
+        pending = self._pending
+        expired = [opaque for opaque, entry in pending.items() if entry[1] <= now or entry[0].done()]
+        for opaque in expired:
+            fut, _, timeout = pending.pop(opaque)
+            if not fut.done():
+                fut.set_exception(
+                    RemotingTimeoutError(
+                        f"wait response on the channel <{self.remote_address}> timeout, "
+                        f"{round(timeout * 1000)}(ms)"
+                    )
+                )
+        return bool(pending)
+
+    def _fail_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for fut, _, _ in pending.values():
+            if not fut.done():
+                fut.set_exception(
+                    RemotingConnectError(
+                        f"channel <{self.remote_address}> closed before the response arrived"
+                    )
+                )
+
+    # -- closing --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush what is queued, then close (idempotent)."""
+        if self._closed:
+            return
+        self._write_out()
+        self._closed = True
+        self._transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping unsent data."""
+        self._transport.abort()
+
+
+class Connection(asyncio.Protocol):
+    """The asyncio side of a channel: bytes in -> commands -> the endpoint; back-pressure."""
+
+    __slots__ = ("_backlog", "_decoder", "_endpoint", "_transport", "_write_paused", "channel")
+
+    def __init__(self, endpoint: RemotingEndpoint) -> None:
+        self._endpoint = endpoint
+        self._decoder = FrameDecoder(endpoint.max_frame_length)
+        self.channel: Channel | None = None
+        self._transport: asyncio.Transport | None = None
+        self._write_paused = False
+        # Requests decoded but not dispatched yet because the peer stopped reading our output.
+        self._backlog: list[RemotingCommand] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but have the same methods.
+        transport = cast(asyncio.Transport, transport)
+        self._transport = transport
+        self._endpoint._configure_transport(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        self.channel = Channel(transport, self._endpoint)
+        self._endpoint._channel_opened(self.channel)
+
+    def data_received(self, data: bytes) -> None:
+        channel = self.channel
+        if channel is None:
+            return
+        channel.last_read = channel._loop.time()
+        try:
+            commands = self._decoder.feed(data)
+        except ProtocolError as e:
+            log.warning("decode frame from %s failed, close the channel: %s", channel.remote_address, e)
+            channel.close()
+            return
+        if self._backlog:
+            self._backlog.extend(commands)
+            commands, self._backlog = self._backlog, []
+        if commands:
+            self._process(channel, commands)
+
+    def _process(self, channel: Channel, commands: list[RemotingCommand]) -> None:
+        endpoint = self._endpoint
+        channel._corked = True
+        try:
+            for i, cmd in enumerate(commands):
+                if self._write_paused:
+                    # Dispatching more would only queue more output for a peer that is not
+                    # reading it: keep the rest until resume_writing().
+                    self._backlog = commands[i:]
+                    break
+                if cmd.flag & FLAG_RESPONSE:
+                    channel._on_response(cmd)
+                else:
+                    endpoint._dispatch(cmd, channel)
+        finally:
+            channel._corked = False
+            channel._write_out()
+
+    def pause_writing(self) -> None:
+        # The peer is not reading: stop reading (and dispatching) its requests until it catches up.
+        # Only servers do this. A client that stopped reading because the server reads slowly
+        # would stop reading the very responses the server is blocked on: a deadlock.
+        if not self._endpoint.pause_reading_when_unwritable:
+            return
+        self._write_paused = True
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        channel = self.channel
+        if self._backlog and channel is not None:
+            commands, self._backlog = self._backlog, []
+            self._process(channel, commands)
+        if not self._write_paused and self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        channel = self.channel
+        if channel is None:
+            return
+        channel._closed = True
+        channel._out = []
+        channel._fail_pending()
+        self._endpoint._channel_closed(channel, exc)

@@ -1,0 +1,240 @@
+"""What servers and clients share (RocketMQ's NettyRemotingAbstract): the processor table and
+dispatch, the channel set, close listeners, and one housekeeping task that fails overdue
+requests and closes idle channels."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeAlias
+
+from rocketq.codec.codes import ResponseCode
+from rocketq.codec.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+from rocketq.codec.frame import DEFAULT_MAX_FRAME_LENGTH
+from rocketq.errors import RocketQError
+from rocketq.remoting.channel import Channel
+
+__all__ = ["CloseListener", "Handler", "HandlerResult", "RemotingEndpoint"]
+
+log = logging.getLogger("rocketq.remoting")
+
+HandlerResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] | None
+# A processor: return the response (or None for none), or an awaitable of it.
+Handler: TypeAlias = Callable[[RemotingCommand, Channel], HandlerResult]
+CloseListener: TypeAlias = Callable[[Channel], object]
+
+# How often pending requests are checked against their deadlines while any are pending: a
+# request fails at most this long after its deadline.
+RESPONSE_SCAN_INTERVAL = 0.05
+# Longest sleep of the housekeeping task when nothing is pending (it is woken early by a request).
+IDLE_SCAN_INTERVAL = 1.0
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class RemotingEndpoint:
+    """Base of RemotingServer and RemotingClient."""
+
+    # Stop reading a peer's requests while our output to it is above the write high-water mark.
+    pause_reading_when_unwritable = False
+
+    def __init__(
+        self,
+        *,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        idle_timeout: float | None = None,
+        socket_snd_buf_size: int = 0,
+        socket_rcv_buf_size: int = 0,
+        write_buffer_high_water_mark: int = 0,
+        write_buffer_low_water_mark: int = 0,
+    ) -> None:
+        self.max_frame_length = max_frame_length
+        self.idle_timeout = idle_timeout
+        self._snd_buf = socket_snd_buf_size
+        self._rcv_buf = socket_rcv_buf_size
+        self._high_water = write_buffer_high_water_mark
+        self._low_water = write_buffer_low_water_mark
+        self._processors: dict[int, Handler] = {}
+        self._default_processor: Handler | None = None
+        self._channels: set[Channel] = set()
+        self._waiting: set[Channel] = set()  # channels with requests awaiting a response
+        self._close_listeners: list[CloseListener] = []
+        self._inflight: set[asyncio.Future[RemotingCommand | None]] = set()
+        self._housekeeper: asyncio.Task[None] | None = None
+        self._sleeper: asyncio.Future[None] | None = None
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def register_processor(self, code: int, handler: Handler) -> None:
+        self._processors[int(code)] = handler
+
+    def register_default_processor(self, handler: Handler) -> None:
+        self._default_processor = handler
+
+    def on_channel_close(self, callback: CloseListener) -> None:
+        """Call ``callback(channel)`` whenever a channel of this endpoint closes."""
+        self._close_listeners.append(callback)
+
+    @property
+    def channels(self) -> frozenset[Channel]:
+        return frozenset(self._channels)
+
+    # -- dispatch -------------------------------------------------------------------------------
+
+    def _dispatch(self, request: RemotingCommand, channel: Channel) -> None:
+        handler = self._processors.get(request.code, self._default_processor)
+        if handler is None:
+            remark = f" request type {request.code} not supported"
+            log.warning("%s from %s", remark, channel.remote_address)
+            self._respond(
+                request, RemotingCommand.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark), channel
+            )
+            return
+        try:
+            result = handler(request, channel)
+        except Exception as e:
+            self._respond_error(request, channel, e)
+            return
+        if result is None:
+            return
+        if isinstance(result, RemotingCommand):
+            self._respond(request, result, channel)
+            return
+        # An awaitable: only now pay for a Task.
+        try:
+            fut: asyncio.Future[RemotingCommand | None] = asyncio.ensure_future(result)
+        except TypeError:
+            self._respond_error(request, channel, TypeError(f"processor returned {type(result).__name__}"))
+            return
+        self._inflight.add(fut)
+        fut.add_done_callback(partial(self._finish, request, channel))
+
+    def _finish(
+        self, request: RemotingCommand, channel: Channel, fut: asyncio.Future[RemotingCommand | None]
+    ) -> None:
+        self._inflight.discard(fut)
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self._respond_error(request, channel, exc)
+            return
+        response = fut.result()
+        if response is not None:
+            self._respond(request, response, channel)
+
+    def _respond(self, request: RemotingCommand, response: RemotingCommand, channel: Channel) -> None:
+        if request.flag & FLAG_ONEWAY:
+            return
+        response.opaque = request.opaque
+        response.flag |= FLAG_RESPONSE
+        try:
+            channel.send(response)
+        except RocketQError as e:  # the response itself cannot be encoded
+            log.error("encode response to %s failed: %s", channel.remote_address, e)
+            channel.send(request.make_response(ResponseCode.SYSTEM_ERROR, str(e)))
+
+    def _respond_error(self, request: RemotingCommand, channel: Channel, exc: BaseException) -> None:
+        if isinstance(exc, RocketQError):
+            code, remark = exc.code, str(exc) or type(exc).__name__
+            log.debug("process request code %s from %s: %s", request.code, channel.remote_address, exc)
+        else:
+            code, remark = ResponseCode.SYSTEM_ERROR, str(exc) or type(exc).__name__
+            log.error(
+                "process request exception, code=%s from %s",
+                request.code,
+                channel.remote_address,
+                exc_info=exc,
+            )
+        self._respond(request, RemotingCommand.response(code, remark), channel)
+
+    # -- channel lifecycle ----------------------------------------------------------------------
+
+    def _configure_transport(self, transport: asyncio.Transport) -> None:
+        if self._high_water > 0:
+            low = self._low_water if self._low_water > 0 else None
+            transport.set_write_buffer_limits(high=self._high_water, low=low)
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            return
+        try:
+            if self._snd_buf > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._snd_buf)
+            if self._rcv_buf > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._rcv_buf)
+        except OSError as e:
+            log.warning("set socket buffer sizes failed: %s", e)
+
+    def _channel_opened(self, channel: Channel) -> None:
+        self._channels.add(channel)
+        self._ensure_housekeeper()
+
+    def _channel_closed(self, channel: Channel, exc: Exception | None) -> None:
+        self._channels.discard(channel)
+        self._waiting.discard(channel)
+        log.info("close the connection to remote address[%s] (%s)", channel.remote_address, exc or "closed")
+        for listener in self._close_listeners:
+            try:
+                listener(channel)
+            except Exception:
+                log.exception("channel close listener failed for %s", channel.remote_address)
+
+    # -- housekeeping -----------------------------------------------------------------------------
+
+    def _track(self, channel: Channel) -> None:
+        """A request on ``channel`` now awaits a response: make sure the scan watches it."""
+        self._waiting.add(channel)
+        sleeper = self._sleeper
+        if sleeper is not None:
+            self._sleeper = None
+            _wake(sleeper)
+
+    def _ensure_housekeeper(self) -> None:
+        if self._housekeeper is None or self._housekeeper.done():
+            self._housekeeper = asyncio.get_running_loop().create_task(self._housekeeping())
+
+    async def _housekeeping(self) -> None:
+        loop = asyncio.get_running_loop()
+        idle = self.idle_timeout
+        idle_every = min(IDLE_SCAN_INTERVAL, idle / 4) if idle else IDLE_SCAN_INTERVAL
+        next_idle_scan = loop.time() + idle_every
+        while True:
+            if self._waiting:
+                await asyncio.sleep(RESPONSE_SCAN_INTERVAL)
+            else:
+                # Sleep long, but let the first new request wake us so its deadline is watched.
+                sleeper = loop.create_future()
+                self._sleeper = sleeper
+                handle = loop.call_later(max(0.0, next_idle_scan - loop.time()), _wake, sleeper)
+                try:
+                    await sleeper
+                finally:
+                    handle.cancel()
+                    self._sleeper = None
+            now = loop.time()
+            if self._waiting:
+                for channel in list(self._waiting):
+                    if not channel._expire(now):
+                        self._waiting.discard(channel)
+            if now >= next_idle_scan:
+                next_idle_scan = now + idle_every
+                if idle:
+                    self._close_idle(now, idle)
+
+    def _close_idle(self, now: float, idle: float) -> None:
+        for channel in list(self._channels):
+            if now - channel.last_read > idle:
+                log.warning("IDLE exception [%s], close the channel", channel.remote_address)
+                channel.close()
+
+    async def _stop_housekeeper(self) -> None:
+        task, self._housekeeper = self._housekeeper, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
