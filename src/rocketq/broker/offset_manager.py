@@ -1,0 +1,225 @@
+"""ConsumerOffsetManager: committed offsets per (topic, group, queue) and `config/consumerOffset.json`.
+
+The file is RocketMQ's: `{"offsetTable":{"<topic>@<group>":{"<queueId>":<offset>}}}`. The Java broker writes
+it with fastjson, whose integer map keys are unquoted (`{0:12}`); loading accepts both spellings so a data
+directory written by a Java broker still works. An offset is "the next message to consume".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from rocketq.broker.controller import BrokerController
+
+log = logging.getLogger("rocketq.broker.offset")
+
+TOPIC_GROUP_SEPARATOR = "@"
+
+# fastjson writes Map<Integer, Long> keys bare; topic/group names cannot hold `{` or `,`, so a bare
+# number right after one of them is always a map key.
+_BARE_INT_KEY = re.compile(rb"([{,]\s*)(-?\d+)(\s*:)")
+
+
+def write_config_file(path: Path, data: bytes) -> None:
+    """RocketMQ's string2File made crash-safe: temp file + fsync, old file kept as .bak, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    if path.exists():
+        try:
+            os.replace(path, path.with_name(path.name + ".bak"))
+        except OSError:
+            log.warning("could not keep a backup of %s", path)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_config_file(path: Path) -> list[tuple[Path, bytes]]:
+    """The non-empty candidates to load, newest first: the file, then its .bak copy."""
+    out = []
+    for candidate in (path, path.with_name(path.name + ".bak")):
+        try:
+            data = candidate.read_bytes()
+        except FileNotFoundError:
+            continue
+        if data.strip():
+            out.append((candidate, data))
+    return out
+
+
+def loads_lenient(data: bytes) -> Any:
+    """Parse JSON, also accepting fastjson's unquoted integer map keys."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return orjson.loads(_BARE_INT_KEY.sub(rb'\1"\2"\3', data))
+
+
+def decode_offset_table(data: bytes) -> dict[str, dict[int, int]]:
+    """The offsetTable of a consumerOffset.json document; ValueError on anything malformed."""
+    doc = loads_lenient(data)
+    if not isinstance(doc, dict):
+        raise ValueError("consumer offset document is not a JSON object")
+    raw = doc.get("offsetTable")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ValueError("offsetTable is not a JSON object")
+    table: dict[str, dict[int, int]] = {}
+    for key, queues in raw.items():
+        if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in key:
+            raise ValueError(f"bad offsetTable entry {key!r}")
+        table[key] = {int(qid): int(off) for qid, off in queues.items()}
+    return table
+
+
+class ConsumerOffsetManager:
+    """Offsets committed by consumer groups (RocketMQ ConsumerOffsetManager).
+
+    Mutated only on the event loop. `persist()` writes synchronously (shutdown, tests);
+    `persist_async()` snapshots on the loop and does the fsync in a worker thread (the 5 s timer).
+    """
+
+    def __init__(self, controller: BrokerController) -> None:
+        self._ctl = controller
+        # "<topic>@<group>" -> {queueId: offset}
+        self.offset_table: dict[str, dict[int, int]] = {}
+        self._version = 0
+        self._persisted_version = 0
+        self._write_lock = asyncio.Lock()
+
+    @property
+    def path(self) -> Path:
+        root = Path(self._ctl.store_config.store_path_root_dir).expanduser()
+        return root / "config" / "consumerOffset.json"
+
+    # -- commits and queries -----------------------------------------------------------------
+
+    def commit_offset(self, client_host: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+        key = topic + TOPIC_GROUP_SEPARATOR + group
+        queues = self.offset_table.get(key)
+        if queues is None:
+            self.offset_table[key] = {queue_id: offset}
+        else:
+            old = queues.get(queue_id)
+            queues[queue_id] = offset
+            if old is not None and offset < old:
+                log.debug("[NOTIFYME]update consumer offset less than store. clientHost=%s, key=%s, "
+                          "queueId=%d, requestOffset=%d, storeOffset=%d",
+                          client_host, key, queue_id, offset, old)
+        self._version += 1
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, or -1 when the group never committed one for this queue."""
+        queues = self.offset_table.get(topic + TOPIC_GROUP_SEPARATOR + group)
+        if queues is None:
+            return -1
+        return queues.get(queue_id, -1)
+
+    def query_offsets(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.offset_table.get(topic + TOPIC_GROUP_SEPARATOR + group, {}))
+
+    def which_topic_by_consumer(self, group: str) -> set[str]:
+        out = set()
+        for key in self.offset_table:
+            topic, _, g = key.partition(TOPIC_GROUP_SEPARATOR)
+            if g == group:
+                out.add(topic)
+        return out
+
+    def which_group_by_topic(self, topic: str) -> set[str]:
+        out = set()
+        for key in self.offset_table:
+            t, _, group = key.partition(TOPIC_GROUP_SEPARATOR)
+            if t == topic:
+                out.add(group)
+        return out
+
+    def clone_offset(self, src_group: str, dest_group: str, topic: str) -> None:
+        queues = self.offset_table.get(topic + TOPIC_GROUP_SEPARATOR + src_group)
+        if queues is not None:
+            self.offset_table[topic + TOPIC_GROUP_SEPARATOR + dest_group] = dict(queues)
+            self._version += 1
+
+    def remove_offset(self, group: str) -> None:
+        """Forget every offset of a consumer group (DELETE_SUBSCRIPTIONGROUP with clean offsets)."""
+        for key in [k for k in self.offset_table if k.partition(TOPIC_GROUP_SEPARATOR)[2] == group]:
+            del self.offset_table[key]
+            log.warning("clean group offset, %s", key)
+            self._version += 1
+
+    def clean_offset_by_topic(self, topic: str) -> None:
+        """Forget every offset of a topic (DELETE_TOPIC_IN_BROKER)."""
+        for key in [k for k in self.offset_table if k.partition(TOPIC_GROUP_SEPARATOR)[0] == topic]:
+            del self.offset_table[key]
+            log.warning("clean topic offset, %s", key)
+            self._version += 1
+
+    def remove_consumer_offset(self, topic_at_group: str) -> None:
+        if self.offset_table.pop(topic_at_group, None) is not None:
+            self._version += 1
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        table = {key: {str(qid): off for qid, off in queues.items()}
+                 for key, queues in self.offset_table.items()}
+        return orjson.dumps({"offsetTable": table})
+
+    def decode(self, data: bytes) -> None:
+        self.offset_table = decode_offset_table(data)
+
+    def load(self) -> bool:
+        """Read consumerOffset.json (or its .bak). A missing file is a fresh broker: True."""
+        candidates = read_config_file(self.path)
+        if not candidates:
+            return True
+        for candidate, data in candidates:
+            try:
+                self.decode(data)
+            except (ValueError, TypeError) as exc:
+                log.warning("load %s failed: %s", candidate, exc)
+                continue
+            log.info("load consumer offsets OK, %s, %d topic@group entries", candidate,
+                     len(self.offset_table))
+            self._persisted_version = self._version
+            return True
+        log.error("load consumer offsets failed: neither %s nor its backup is readable", self.path)
+        return False
+
+    def persist(self) -> None:
+        """Write the table now if anything changed since the last write."""
+        if self._version == self._persisted_version and self.path.exists():
+            return
+        version = self._version
+        write_config_file(self.path, self.encode())
+        self._persisted_version = version
+
+    async def persist_async(self) -> None:
+        """Like persist(), with the file write and fsync in a worker thread."""
+        if self._version == self._persisted_version and self.path.exists():
+            return
+        async with self._write_lock:
+            version = self._version
+            data = self.encode()  # snapshot on the loop: the table only changes there
+            try:
+                await asyncio.to_thread(write_config_file, self.path, data)
+            except OSError:
+                log.exception("persist %s failed", self.path)
+                return
+            self._persisted_version = max(self._persisted_version, version)
