@@ -1,0 +1,407 @@
+"""BrokerController: builds the broker's parts, registers every processor in one place, runs the
+background schedule and talks to the name servers.
+
+Start order (RocketMQ's): bind the ports first (the store host in every offset msgId is the bound
+`brokerIP1:listenPort`), answer SERVICE_NOT_AVAILABLE while the store loads and recovers in a
+worker thread, then register the real processors, start the store's services and register with
+every name server at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from rocketq.broker.client_manager import ConsumerManager, ProducerManager
+from rocketq.broker.long_polling import PullRequestHoldService
+from rocketq.broker.offset_manager import ConsumerOffsetManager
+from rocketq.broker.outer_api import BrokerOuterAPI
+from rocketq.broker.processors import register_all
+from rocketq.broker.schedule import ScheduleMessageService
+from rocketq.broker.subscription_manager import SubscriptionGroupManager
+from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, TopicConfigManager
+from rocketq.codec.bodies import DataVersion
+from rocketq.codec.codes import ResponseCode
+from rocketq.codec.command import RemotingCommand
+from rocketq.codec.message import UniqIdGenerator
+from rocketq.config import BrokerConfig, check_updatable, update_configs
+from rocketq.errors import ConfigError, InvalidParameter, NoPermission
+from rocketq.remoting import RemotingServer
+from rocketq.remoting.config import RemotingServerConfig
+from rocketq.store import MessageStore
+from rocketq.store.config import MessageStoreConfig
+
+log = logging.getLogger("rocketq.broker")
+
+BROKER_VERSION_DESC = "V4_9_4"
+CLIENT_CHANNEL_SCAN_INTERVAL = 10.0
+STATS_SAMPLE_INTERVAL = 1.0
+
+
+class BrokerStats:
+    """Put/get counters and the per-second samples behind putTps / getTransferredTps.
+
+    Processors only add to integers on the hot path; a 1 s sampler keeps ten minutes of totals.
+    """
+
+    __slots__ = (
+        "_day",
+        "get_today_morning",
+        "get_total",
+        "get_yesterday_morning",
+        "put_failed",
+        "put_today_morning",
+        "put_total",
+        "put_yesterday_morning",
+        "samples",
+    )
+
+    def __init__(self) -> None:
+        self.put_total = 0
+        self.get_total = 0
+        self.put_failed = 0
+        self.put_today_morning = self.put_yesterday_morning = 0
+        self.get_today_morning = self.get_yesterday_morning = 0
+        self._day = time.localtime().tm_yday
+        self.samples: deque[tuple[float, int, int]] = deque(maxlen=601)
+
+    def on_put(self, n: int) -> None:
+        self.put_total += n
+
+    def on_put_failed(self) -> None:
+        self.put_failed += 1
+
+    def on_get(self, n: int) -> None:
+        self.get_total += n
+
+    def sample(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        day = time.localtime().tm_yday
+        if day != self._day:
+            self._day = day
+            self.put_yesterday_morning, self.put_today_morning = self.put_today_morning, self.put_total
+            self.get_yesterday_morning, self.get_today_morning = self.get_today_morning, self.get_total
+        self.samples.append((now, self.put_total, self.get_total))
+
+    def tps(self, seconds: int, which: int) -> float:
+        """Average rate over the last `seconds` of samples (which: 1 = put, 2 = get)."""
+        if len(self.samples) < 2:
+            return 0.0
+        last = self.samples[-1]
+        first = self.samples[max(0, len(self.samples) - 1 - seconds)]
+        span = last[0] - first[0]
+        return (last[which] - first[which]) / span if span > 0 else 0.0
+
+    def tps_text(self, which: int) -> str:
+        """RocketMQ's "10s 1min 10min" triple, e.g. "12.50 11.00 3.20"."""
+        return " ".join(f"{self.tps(s, which):.2f}" for s in (10, 60, 600))
+
+
+class BrokerController:
+    """One broker: transport, store, managers, processors and timers."""
+
+    def __init__(self, broker_config: BrokerConfig, store_config: MessageStoreConfig,
+                 server_config: RemotingServerConfig) -> None:
+        self.broker_config = broker_config
+        self.store_config = store_config
+        self.server_config = server_config
+        self.config_data_version = DataVersion()
+        self.listen_port = server_config.listen_port
+        self.vip_port = 0
+        self.server = RemotingServer.from_config(server_config, self._ports(server_config.listen_port))
+        self.store: MessageStore = None  # type: ignore[assignment]  # built in start(): needs the port
+        self.stats = BrokerStats()
+        self.uniq_id_generator = UniqIdGenerator(ip=broker_config.broker_ip1)
+        self.topic_manager = TopicConfigManager(self)
+        self.offset_manager = ConsumerOffsetManager(self)
+        self.subscription_manager = SubscriptionGroupManager(self)
+        self.consumer_manager = ConsumerManager(self)
+        self.producer_manager = ProducerManager(self)
+        self.hold_service = PullRequestHoldService(self)
+        self.outer_api = BrokerOuterAPI(self)
+        self.schedule_service: ScheduleMessageService | None = None
+        self.processors: dict[str, Any] = {}
+        self.boot_timestamp = int(time.time() * 1000)
+        self._ready = False
+        self._started = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._register_task: asyncio.Task[None] | None = None
+        self._register_again = False
+        self.topic_manager.on_change = self._on_topic_change
+
+    @staticmethod
+    def _ports(listen_port: int) -> list[int]:
+        # The VIP channel is listenPort - 2 (10909); with port 0 both pick free ports.
+        if listen_port == 0:
+            return [0, 0]
+        return [listen_port, listen_port - 2]
+
+    # -- identity ------------------------------------------------------------------------------
+
+    @property
+    def broker_name(self) -> str:
+        return self.broker_config.broker_name
+
+    @property
+    def cluster_name(self) -> str:
+        return self.broker_config.broker_cluster_name
+
+    @property
+    def address(self) -> str:
+        return f"{self.broker_config.broker_ip1}:{self.listen_port}"
+
+    @property
+    def store_host(self) -> tuple[str, int]:
+        return (self.broker_config.broker_ip1, self.listen_port)
+
+    @property
+    def configs(self) -> list[Any]:
+        return [self.broker_config, self.store_config, self.server_config]
+
+    @property
+    def is_ready(self) -> bool:
+        return self._ready
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        server = self.server
+        server.register_default_processor(self._not_ready)
+        server.on_channel_close(self._on_channel_close)
+        await server.start()
+        ports = server.bound_ports
+        self.listen_port, self.vip_port = ports[0], ports[1]
+        log.info("broker %s listening on %s (vip port %d)", self.broker_name, self.address, self.vip_port)
+        try:
+            await self._start_services()
+        except BaseException:
+            log.exception("the broker %s failed to start", self.broker_name)
+            await self._abort_start()
+            raise
+        self._ready = True
+        log.info("The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
+                 self.broker_name, self.address, self.broker_config.namesrv_addr)
+
+    async def _start_services(self) -> None:
+        self.topic_manager.load()
+        self.offset_manager.load()
+        self.subscription_manager.load()
+        self.store = MessageStore(self.store_config, store_host=self.store_host,
+                                  on_arrival=self.hold_service.notify_message_arriving)
+        if not await asyncio.to_thread(self.store.load):
+            root = self.store_config.store_path_root_dir
+            raise RuntimeError(f"the message store under {root} failed to load")
+        await self.store.start()
+        self._build_schedule_service()
+        self.register_processors()
+        self.server.register_default_processor(self._not_supported)
+        if self.schedule_service is not None:
+            await self.schedule_service.start()
+        self.stats.sample()
+        self._spawn(self._every(STATS_SAMPLE_INTERVAL, self.stats.sample))
+        self._spawn(self._every(self.broker_config.flush_consumer_offset_interval / 1000,
+                                self.offset_manager.persist_async))
+        self._spawn(self._every(CLIENT_CHANNEL_SCAN_INTERVAL, self._scan_client_channels))
+        await self.register_broker_all()
+        self._spawn(self._every(self.broker_config.register_period_ms / 1000, self.register_broker_all))
+
+    async def _abort_start(self) -> None:
+        self._started = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self.server.stop(0)
+        if self.schedule_service is not None:
+            await self.schedule_service.shutdown()
+        store = self.store
+        if store is not None:
+            with contextlib.suppress(Exception):
+                await store.shutdown()
+            self.store = None  # type: ignore[assignment]
+        await self.outer_api.shutdown()
+
+    def _build_schedule_service(self) -> None:
+        self.schedule_service = ScheduleMessageService(self)
+        self.schedule_service.load()
+
+    async def shutdown(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        self._ready = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self._register_task is not None:
+            self._register_task.cancel()
+            await asyncio.gather(self._register_task, return_exceptions=True)
+        if self.store is not None:
+            with contextlib.suppress(Exception):
+                await self.outer_api.unregister_broker_all()
+        await self.server.stop()
+        self.hold_service.shutdown()
+        if self.schedule_service is not None:
+            await self.schedule_service.shutdown()
+        await self.topic_manager.flush()
+        self.offset_manager.persist()
+        await self.subscription_manager.flush()
+        if self.store is not None:
+            await self.store.shutdown()
+        await self.outer_api.shutdown()
+        log.info("broker %s shut down", self.broker_name)
+
+    # -- processors ----------------------------------------------------------------------------
+
+    def register_processors(self) -> None:
+        """Every request code the broker serves, in one place (RocketMQ's registerProcessor)."""
+        self.processors = register_all(self, self.server.register_processor)
+
+    def _not_ready(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        return request.make_response(ResponseCode.SERVICE_NOT_AVAILABLE,
+                                     "the broker is starting: the message store is not ready yet")
+
+    def _not_supported(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                     f" request type {request.code} not supported")
+
+    def _on_channel_close(self, channel: Any) -> None:
+        client = self.processors.get("client_manage")
+        if client is not None:
+            client.on_channel_close(channel)
+
+    # -- timers ----------------------------------------------------------------------------------
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        self._tasks.append(asyncio.ensure_future(coro))
+
+    async def _every(self, period: float, fn: Callable[[], Any]) -> None:
+        while True:
+            await asyncio.sleep(period)
+            try:
+                result = fn()
+                if asyncio.iscoroutine(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("scheduled task %s failed", getattr(fn, "__qualname__", fn))
+
+    def _scan_client_channels(self) -> None:
+        self.consumer_manager.scan_not_active_channel()
+        self.producer_manager.scan_not_active_channel()
+
+    # -- name servers ----------------------------------------------------------------------------
+
+    def _on_topic_change(self) -> None:
+        """Re-register at once after a topic change; changes during a registration coalesce."""
+        if not self._ready:
+            return
+        task = self._register_task
+        if task is not None and not task.done():
+            self._register_again = True
+            return
+        self._register_task = asyncio.get_running_loop().create_task(self._register_changes())
+
+    async def _register_changes(self) -> None:
+        self._register_again = True
+        while self._register_again:
+            self._register_again = False
+            await self.register_broker_all()
+
+    async def register_broker_all(self) -> None:
+        wrapper = self.topic_manager.serialize_wrapper()
+        perm = self.broker_config.broker_permission
+        if not (perm & PERM_WRITE and perm & PERM_READ):
+            # A read-only (or write-only) broker advertises every topic with its own limits.
+            wrapper = replace(wrapper, topic_config_table={
+                name: replace(cfg, perm=cfg.perm & perm) for name, cfg in wrapper.topic_config_table.items()})
+        results = await self.outer_api.register_broker_all(wrapper)
+        for result in results:
+            if result.order_topics:
+                self.topic_manager.update_order_topic_config(result.order_topics)
+
+    # -- admin support -------------------------------------------------------------------------
+
+    def update_configs(self, updates: dict[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG: all keys must be updatable (no path/command keys), all or nothing."""
+        classes = [type(c) for c in self.configs]
+        for key in updates:
+            try:
+                check_updatable(key, classes)
+            except ConfigError as exc:
+                raise NoPermission(f"Can not update config: {exc}") from None
+        try:
+            broker, store, server = update_configs(self.configs, updates)
+        except ConfigError as exc:
+            raise InvalidParameter(str(exc)) from None
+        # The store holds its config object: change it in place so the store sees new values.
+        for name in store.__dataclass_fields__:
+            setattr(self.store_config, name, getattr(store, name))
+        self.broker_config = broker
+        self.server_config = server
+        self.config_data_version = self.config_data_version.next_version()
+        send = self.processors.get("send")
+        if send is not None:
+            send.refresh_config()
+        log.info("broker config updated: %s", sorted(updates))
+        # brokerPermission (and the names) travel with the registration: re-register now.
+        self._on_topic_change()
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO: the KVTable keys `mqadmin clusterList/brokerStatus` read."""
+        store_info: dict[str, str] = {}
+        info_fn = getattr(self.store, "runtime_info", None)
+        if info_fn is not None:
+            store_info = {str(k): str(v) for k, v in info_fn().items()}
+        s = self.stats
+        s.sample()
+        get_tps = s.tps_text(2)
+        info = {
+            "brokerVersionDesc": BROKER_VERSION_DESC,
+            "brokerVersion": "401",
+            "bootTimestamp": str(self.boot_timestamp),
+            "putTps": s.tps_text(1),
+            "getTransferredTps": get_tps,
+            "getTransferedTps": get_tps,  # the misspelt key older mqadmin reads
+            "getTotalTps": get_tps,
+            "getFoundTps": get_tps,
+            "getMissTps": "0.00 0.00 0.00",
+            "msgPutTotalTodayNow": str(s.put_total),
+            "msgGetTotalTodayNow": str(s.get_total),
+            "msgPutTotalTodayMorning": str(s.put_today_morning),
+            "msgGetTotalTodayMorning": str(s.get_today_morning),
+            "msgPutTotalYesterdayMorning": str(s.put_yesterday_morning),
+            "msgGetTotalYesterdayMorning": str(s.get_yesterday_morning),
+            "putMessageTimesTotal": str(s.put_total),
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": "10000",
+            "pullThreadPoolQueueSize": str(self.hold_service.held_count()),
+            "pullThreadPoolQueueCapacity": "100000",
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "queryThreadPoolQueueHeadWaitTimeMills": "0",
+            "pageCacheLockTimeMills": "0",
+            "dispatchBehindBytes": "0",
+            "earliestMessageTimeStamp": "0",
+            "startAcceptSendRequestTimeStamp": "0",
+            "brokerActive": "true",
+            "timerReadBehind": "0",
+            "timerOffsetBehind": "0",
+            "timerCongestNum": "0",
+            "timerEnqueueTps": "0.0",
+            "timerDequeueTps": "0.0",
+            "commitLogDiskRatio": "0.0",
+        }
+        info.update(store_info)
+        return info

@@ -1,0 +1,96 @@
+"""Request processors of the broker and the one table that maps request codes to them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rocketq.codec.codes import RequestCode as C
+from rocketq.codec.codes import ResponseCode
+
+if TYPE_CHECKING:
+    from rocketq.broker.controller import BrokerController
+    from rocketq.codec.command import RemotingCommand
+
+
+def _end_transaction(request: RemotingCommand, channel: Any) -> RemotingCommand:
+    # Usually one-way (then nothing is sent back); prepared sends are refused up front anyway.
+    return request.make_response(ResponseCode.NO_PERMISSION,
+                                 "transaction messages are not supported by this broker yet")
+
+
+def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) -> dict[str, Any]:
+    """Build every processor and register its handlers; returns the processors by name.
+
+    This is the one place that says which request codes the broker serves (RocketMQ's
+    BrokerController.registerProcessor).
+    """
+    from rocketq.broker.processors.admin import AdminBrokerProcessor
+    from rocketq.broker.processors.client_manage import ClientManageProcessor
+    from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
+    from rocketq.broker.processors.pull import PullMessageProcessor
+    from rocketq.broker.processors.query import QueryMessageProcessor
+    from rocketq.broker.processors.send import SendMessageProcessor
+
+    send = SendMessageProcessor(ctl)
+    pull = PullMessageProcessor(ctl)
+    query = QueryMessageProcessor(ctl)
+    client = ClientManageProcessor(ctl)
+    consumer = ConsumerManageProcessor(ctl)
+    admin = AdminBrokerProcessor(ctl)
+
+    table: list[tuple[int, Any]] = [
+        # producers
+        (C.SEND_MESSAGE, send.process),
+        (C.SEND_MESSAGE_V2, send.process),
+        (C.SEND_BATCH_MESSAGE, send.process),
+        (C.CONSUMER_SEND_MSG_BACK, send.consumer_send_msg_back),
+        (C.END_TRANSACTION, _end_transaction),
+        # consumers
+        (C.PULL_MESSAGE, pull.process),
+        (C.LITE_PULL_MESSAGE, pull.process),
+        (C.QUERY_CONSUMER_OFFSET, consumer.query_consumer_offset),
+        (C.UPDATE_CONSUMER_OFFSET, consumer.update_consumer_offset),
+        (C.GET_CONSUMER_LIST_BY_GROUP, consumer.get_consumer_list_by_group),
+        (C.LOCK_BATCH_MQ, consumer.lock_batch_mq),
+        (C.UNLOCK_BATCH_MQ, consumer.unlock_batch_mq),
+        # clients
+        (C.HEART_BEAT, client.heart_beat),
+        (C.UNREGISTER_CLIENT, client.unregister_client),
+        (C.CHECK_CLIENT_CONFIG, client.check_client_config),
+        # queries
+        (C.QUERY_MESSAGE, query.query_message),
+        (C.VIEW_MESSAGE_BY_ID, query.view_message_by_id),
+        # admin
+        (C.UPDATE_AND_CREATE_TOPIC, admin.update_and_create_topic),
+        (C.DELETE_TOPIC_IN_BROKER, admin.delete_topic),
+        (C.GET_ALL_TOPIC_CONFIG, admin.get_all_topic_config),
+        (C.GET_TOPIC_CONFIG, admin.get_topic_config),
+        (C.GET_TOPIC_STATS_INFO, admin.get_topic_stats_info),
+        (C.GET_MAX_OFFSET, admin.get_max_offset),
+        (C.GET_MIN_OFFSET, admin.get_min_offset),
+        (C.SEARCH_OFFSET_BY_TIMESTAMP, admin.search_offset_by_timestamp),
+        (C.GET_EARLIEST_MSG_STORETIME, admin.get_earliest_msg_storetime),
+        (C.GET_BROKER_RUNTIME_INFO, admin.get_broker_runtime_info),
+        (C.GET_BROKER_CONFIG, admin.get_broker_config),
+        (C.UPDATE_BROKER_CONFIG, admin.update_broker_config),
+        (C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, admin.update_and_create_subscription_group),
+        (C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, admin.get_all_subscription_group_config),
+        (C.GET_SUBSCRIPTIONGROUP_CONFIG, admin.get_subscription_group_config),
+        (C.DELETE_SUBSCRIPTIONGROUP, admin.delete_subscription_group),
+        (C.GET_ALL_CONSUMER_OFFSET, admin.get_all_consumer_offset),
+        (C.QUERY_TOPIC_CONSUME_BY_WHO, admin.query_topic_consume_by_who),
+        (C.GET_CONSUME_STATS, admin.get_consume_stats),
+        (C.GET_CONSUMER_CONNECTION_LIST, admin.get_consumer_connection_list),
+        (C.GET_PRODUCER_CONNECTION_LIST, admin.get_producer_connection_list),
+    ]
+    schedule = ctl.schedule_service
+    if schedule is not None:
+        def get_all_delay_offset(request: RemotingCommand, channel: Any) -> RemotingCommand:
+            return request.make_response(ResponseCode.SUCCESS, None, None, schedule.encode())
+
+        table.append((C.GET_ALL_DELAY_OFFSET, get_all_delay_offset))
+    for code, handler in table:
+        register(int(code), handler)
+    return {"send": send, "pull": pull, "query": query, "client_manage": client,
+            "consumer_manage": consumer, "admin": admin}

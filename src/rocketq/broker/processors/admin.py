@@ -1,0 +1,341 @@
+"""AdminBrokerProcessor: topic admin, offsets by queue/time, runtime info and broker config.
+
+What `mqadmin` (updateTopic, deleteTopic, topicStatus, clusterList, getBrokerConfig,
+updateBrokerConfig, ...) and clients (GET_MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, ...) send.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from rocketq.broker.topic_manager import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    check_topic_name,
+)
+from rocketq.codec.bodies import KVTable, SubscriptionGroupConfig, TopicConfig, TopicFilterType
+from rocketq.codec.codes import LanguageCode, ResponseCode
+from rocketq.codec.headers import (
+    BoundaryType,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
+    GetTopicConfigRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    SearchOffsetRequestHeader,
+)
+from rocketq.config import dump_properties, parse_properties
+from rocketq.errors import (
+    ConfigError,
+    InvalidParameter,
+    NoPermission,
+    ProtocolError,
+    ServerError,
+    SubscriptionGroupNotExist,
+    SystemError_,
+    TopicNotExist,
+)
+
+if TYPE_CHECKING:
+    from rocketq.broker.controller import BrokerController
+    from rocketq.codec.command import RemotingCommand
+
+log = logging.getLogger("rocketq.broker.admin")
+
+MAX_QUEUE_NUMS = 1024
+
+
+def parse_attributes(text: str | None, current: dict[str, str]) -> dict[str, str]:
+    """RocketMQ's attribute patch `+k=v,+k2=v2,-k3` applied to the current attributes."""
+    out = dict(current)
+    if not text:
+        return out
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if part[0] == "+" and "=" in part:
+            key, _, value = part[1:].partition("=")
+            if not key:
+                raise InvalidParameter(f"bad topic attribute {part!r}")
+            out[key] = value
+        elif part[0] == "-" and len(part) > 1:
+            out.pop(part[1:], None)
+        else:
+            raise InvalidParameter(f"bad topic attribute {part!r}: expected +key=value or -key")
+    return out
+
+
+def _mq_key(topic: str, broker_name: str, queue_id: int) -> str:
+    return orjson.dumps({"brokerName": broker_name, "queueId": queue_id, "topic": topic}).decode()
+
+
+def _language_name(language: object) -> str:
+    if isinstance(language, int):
+        try:
+            return LanguageCode(language).name
+        except ValueError:
+            return "OTHER"
+    return str(language)
+
+
+def _connection(info: Any) -> dict[str, object]:
+    """RocketMQ's Connection body member for one client channel."""
+    return {"clientAddr": info.address, "clientId": info.client_id,
+            "language": _language_name(info.language), "version": info.version}
+
+
+def topic_stats_json(topic: str, broker_name: str, rows: list[tuple[int, int, int, int]]) -> bytes:
+    """TopicStatsTable as fastjson writes it: MessageQueue objects as map keys.
+
+    That is not standard JSON, but it is what Java admin tools parse (fastjson reads its own
+    output); rows are (queueId, minOffset, maxOffset, lastUpdateTimestamp).
+    """
+    entries = []
+    for queue_id, min_off, max_off, last in rows:
+        key = _mq_key(topic, broker_name, queue_id)
+        value = f'{{"lastUpdateTimestamp":{last},"maxOffset":{max_off},"minOffset":{min_off}}}'
+        entries.append(f"{key}:{value}")
+    return ('{"offsetTable":{' + ",".join(entries) + "}}").encode()
+
+
+class AdminBrokerProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self._ctl = controller
+
+    # -- topics ------------------------------------------------------------------------------------
+
+    def update_and_create_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = CreateTopicRequestHeader.from_ext(request.ext_fields)
+        topic = check_topic_name(h.topic)
+        tm = self._ctl.topic_manager
+        if tm.is_system_topic(topic):
+            raise InvalidParameter(f"The topic[{topic}] is conflict with system topic.")
+        for name, value in (("readQueueNums", h.read_queue_nums), ("writeQueueNums", h.write_queue_nums)):
+            if not 0 < value <= MAX_QUEUE_NUMS:
+                raise InvalidParameter(f"{name} must be between 1 and {MAX_QUEUE_NUMS}: {value}")
+        if not 0 <= h.perm <= 15:
+            raise InvalidParameter(f"perm must be a PermName bit set: {h.perm}")
+        try:
+            filter_type = TopicFilterType.parse(h.topic_filter_type)
+        except ProtocolError:
+            raise InvalidParameter(f"unknown topicFilterType {h.topic_filter_type!r}") from None
+        old = tm.select_topic_config(topic)
+        attributes = parse_attributes(h.attributes, old.attributes if old is not None else {})
+        cfg = TopicConfig(topic, h.read_queue_nums, h.write_queue_nums, h.perm, filter_type,
+                          h.topic_sys_flag or 0, h.order, attributes)
+        if old == cfg:
+            log.info("Broker receive request to update or create topic=%s, but no change", topic)
+        else:
+            log.info("updateAndCreateTopic called by %s: %s", channel.remote_address, cfg)
+            tm.update_topic_config(cfg)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def delete_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = DeleteTopicRequestHeader.from_ext(request.ext_fields)
+        topic = h.topic.strip()
+        if not topic:
+            raise InvalidParameter("The specified topic is blank.")
+        ctl = self._ctl
+        if ctl.topic_manager.is_system_topic(topic) and not topic.startswith(
+                (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+            raise InvalidParameter(f"The topic[{topic}] is conflict with system topic.")
+        log.info("deleteTopic called by %s: %s", channel.remote_address, topic)
+        ctl.topic_manager.delete_topic_config(topic)
+        ctl.offset_manager.clean_offset_by_topic(topic)
+        ctl.store.delete_topics({topic})
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_topic_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, None, None, self._ctl.topic_manager.encode())
+
+    def get_topic_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetTopicConfigRequestHeader.from_ext(request.ext_fields)
+        cfg = self._ctl.topic_manager.select_topic_config(h.topic)
+        if cfg is None:
+            raise TopicNotExist(f"No topic in this broker. topic: {h.topic}")
+        return request.make_response(ResponseCode.SUCCESS, None, None, cfg.to_json())
+
+    def get_topic_stats_info(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetTopicStatsInfoRequestHeader.from_ext(request.ext_fields)
+        ctl = self._ctl
+        cfg = ctl.topic_manager.select_topic_config(h.topic)
+        if cfg is None:
+            raise TopicNotExist(f"topic[{h.topic}] not exist")
+        store = ctl.store
+        rows = []
+        for qid in range(cfg.write_queue_nums):
+            min_off = max(0, store.get_min_offset_in_queue(h.topic, qid))
+            max_off = max(0, store.get_max_offset_in_queue(h.topic, qid))
+            last = store.get_message_store_timestamp(h.topic, qid, max_off - 1) if max_off > 0 else 0
+            rows.append((qid, min_off, max_off, max(0, last)))
+        body = topic_stats_json(h.topic, ctl.broker_config.broker_name, rows)
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    # -- offsets ---------------------------------------------------------------------------------------
+
+    def get_max_offset(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetMaxOffsetRequestHeader.from_ext(request.ext_fields)
+        offset = self._ctl.store.get_max_offset_in_queue(h.topic, h.queue_id)
+        return request.make_response(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    def get_min_offset(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetMinOffsetRequestHeader.from_ext(request.ext_fields)
+        offset = self._ctl.store.get_min_offset_in_queue(h.topic, h.queue_id)
+        return request.make_response(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    def search_offset_by_timestamp(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = SearchOffsetRequestHeader.from_ext(request.ext_fields)
+        offset = self._ctl.store.get_offset_in_queue_by_time(
+            h.topic, h.queue_id, h.timestamp, h.boundary_type is BoundaryType.UPPER)
+        return request.make_response(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    def get_earliest_msg_storetime(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetEarliestMsgStoretimeRequestHeader.from_ext(request.ext_fields)
+        ts = self._ctl.store.get_earliest_message_time(h.topic, h.queue_id)
+        return request.make_response(ResponseCode.SUCCESS, None, {"timestamp": str(ts)})
+
+    # -- consumer groups ---------------------------------------------------------------------------------
+
+    def update_and_create_subscription_group(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        try:
+            cfg = SubscriptionGroupConfig.from_json(request.body_bytes())
+        except ProtocolError as exc:
+            raise InvalidParameter(f"bad SubscriptionGroupConfig body: {exc}") from None
+        if not cfg.group_name or len(cfg.group_name) > 120:
+            raise InvalidParameter(f"bad subscription group name {cfg.group_name!r}")
+        log.info("AdminBrokerProcessor#updateAndCreateSubscriptionGroup called by %s: %s",
+                 channel.remote_address, cfg)
+        self._ctl.subscription_manager.update_subscription_group_config(cfg)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_subscription_group_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        body = self._ctl.subscription_manager.encode()
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    def get_subscription_group_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetSubscriptionGroupConfigRequestHeader.from_ext(request.ext_fields)
+        cfg = self._ctl.subscription_manager.table.get(h.group)
+        if cfg is None:
+            raise SubscriptionGroupNotExist(f"subscription group [{h.group}] not exist")
+        return request.make_response(ResponseCode.SUCCESS, None, None, cfg.to_json())
+
+    def delete_subscription_group(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = DeleteSubscriptionGroupRequestHeader.from_ext(request.ext_fields)
+        ctl = self._ctl
+        log.info("AdminBrokerProcessor#deleteSubscriptionGroup, caller=%s, group=%s", channel.remote_address,
+                 h.group_name)
+        ctl.subscription_manager.delete_subscription_group_config(h.group_name)
+        if h.clean_offset:
+            ctl.offset_manager.remove_offset(h.group_name)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_consumer_offset(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, None, None, self._ctl.offset_manager.encode())
+
+    def query_topic_consume_by_who(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetTopicStatsInfoRequestHeader.from_ext(request.ext_fields)
+        ctl = self._ctl
+        groups = set(ctl.consumer_manager.query_topic_consume_by_who(h.topic))
+        groups |= ctl.offset_manager.which_group_by_topic(h.topic)
+        body = orjson.dumps({"groupList": sorted(groups)})
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    def get_consume_stats(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """ConsumeStats: per queue the broker's max offset, the group's committed offset and its time."""
+        h = GetConsumeStatsRequestHeader.from_ext(request.ext_fields)
+        ctl = self._ctl
+        group = h.consumer_group
+        topics = [h.topic] if h.topic else sorted(ctl.offset_manager.which_topic_by_consumer(group))
+        online = ctl.consumer_manager.get_consumer_group_info(group)
+        store = ctl.store
+        entries = []
+        for topic in topics:
+            cfg = ctl.topic_manager.select_topic_config(topic)
+            if cfg is None:
+                continue
+            if online is not None and online.subscription_table and not online.find_subscription_data(topic):
+                continue  # the group is online and does not subscribe this topic
+            for qid in range(cfg.read_queue_nums):
+                broker_offset = max(0, store.get_max_offset_in_queue(topic, qid))
+                consumer_offset = max(0, ctl.offset_manager.query_offset(group, topic, qid))
+                last = 0
+                if consumer_offset > 0:
+                    last = max(0, store.get_message_store_timestamp(topic, qid, consumer_offset - 1))
+                entries.append(f'{_mq_key(topic, ctl.broker_name, qid)}:{{"brokerOffset":{broker_offset},'
+                               f'"consumerOffset":{consumer_offset},"lastTimestamp":{last},'
+                               f'"pullOffset":{consumer_offset}}}')
+        body = ('{"consumeTps":0.0,"offsetTable":{' + ",".join(entries) + "}}").encode()
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    def get_consumer_connection_list(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetConsumerConnectionListRequestHeader.from_ext(request.ext_fields)
+        info = self._ctl.consumer_manager.get_consumer_group_info(h.consumer_group)
+        if info is None or not info.channel_info_table:
+            raise ServerError(f"the consumer group[{h.consumer_group}] not online",
+                              code=ResponseCode.CONSUMER_NOT_ONLINE)
+        subscriptions = {
+            topic: {"classFilterMode": sub.class_filter_mode, "codeSet": sorted(sub.codes or ()),
+                    "expressionType": sub.expression_type, "subString": sub.sub_string,
+                    "subVersion": sub.sub_version, "tagsSet": list(sub.tags), "topic": topic}
+            for topic, sub in info.subscription_table.items()
+        }
+        body = orjson.dumps({
+            "connectionSet": [_connection(c) for c in info.channel_info_table.values()],
+            "consumeFromWhere": info.consume_from_where, "consumeType": info.consume_type,
+            "messageModel": info.message_model, "subscriptionTable": subscriptions,
+        })
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    def get_producer_connection_list(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        h = GetProducerConnectionListRequestHeader.from_ext(request.ext_fields)
+        channels = self._ctl.producer_manager.group_channel_table.get(h.producer_group)
+        if not channels:
+            raise SystemError_(f"the producer group[{h.producer_group}] not exist")
+        body = orjson.dumps({"connectionSet": [_connection(c) for c in channels.values()]})
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    # -- runtime info and config ------------------------------------------------------------------------
+
+    def get_broker_runtime_info(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        table = self._ctl.runtime_info()
+        return request.make_response(ResponseCode.SUCCESS, None, None, KVTable(table).to_json())
+
+    def get_broker_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        ctl = self._ctl
+        text = dump_properties(ctl.configs)
+        return request.make_response(ResponseCode.SUCCESS, None,
+                                     {"version": ctl.config_data_version.to_json().decode()},
+                                     text.encode())
+
+    def update_broker_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        raw = request.body_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidParameter("the config body is not UTF-8") from None
+        try:
+            settings = parse_properties(text, "UPDATE_BROKER_CONFIG")
+        except ConfigError as exc:
+            raise InvalidParameter(str(exc)) from None
+        updates = {s.key: str(s.value) for s in settings}
+        if not updates:
+            return request.make_response(ResponseCode.SUCCESS)
+        log.info("updateBrokerConfig called by %s: %s", channel.remote_address, sorted(updates))
+        self._ctl.update_configs(updates)
+        return request.make_response(ResponseCode.SUCCESS)
+
+
+def refuse_update(exc: ConfigError) -> NoPermission:
+    """A key that is not updatable over the wire (CVE-2023-33246) is a permission error."""
+    return NoPermission(f"Can not update config: {exc}")
