@@ -1,0 +1,344 @@
+"""The commit log: every message of the broker appended to one sequence of segment files.
+
+Records are encoded straight from the broker's values with precompiled structs, a whole batch
+joined into one buffer and copied into the mapping in one write. A record never spans segments:
+when it does not fit (with 8 bytes to spare) the segment is closed with the end marker
+`[int remaining][BLANK_MAGIC]` and the record goes to the start of the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from itertools import accumulate, chain, repeat
+from operator import add, and_
+from typing import Final
+
+from rocketq.codec.message import (
+    BLANK_MAGIC,
+    MAGIC_V1,
+    MAGIC_V2,
+    MAX_TOPIC_LENGTH_V1,
+    MessageSysFlag,
+    encode_host,
+)
+from rocketq.store.config import MessageStoreConfig
+from rocketq.store.mapped_file import (
+    AllocateMappedFileService,
+    MappedFile,
+    MappedFileQueue,
+    offset_to_file_name,
+)
+from rocketq.store.model import MessageToStore
+
+log = logging.getLogger("rocketq.store")
+
+END_FILE_MIN_BLANK_LENGTH: Final = 8
+RESERVE_WINDOW: Final = 32 << 20  # disk blocks reserved ahead of the append position
+MIN_RECORD_LENGTH: Final = 91  # fixed part with IPv4 hosts, empty body/topic/properties
+_BLANK = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
+_SIZE_MAGIC = struct.Struct(">ii")
+_I64 = struct.Struct(">q")
+_BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
+_STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+_CRC = zlib.crc32
+_HOST_BITS_CLEAR = ~(_BORN_V6 | _STORE_V6)
+_RESERVE_LOW = 8 << 20  # ask for the next window when less than this is reserved ahead
+
+# Head of every record up to PHYSICALOFFSET; the rest of the fixed part depends on host sizes.
+# SIZE MAGIC CRC QUEUEID FLAG QUEUEOFFSET PHYSOFFSET
+_SINGLE: dict[tuple[int, int], struct.Struct] = {}
+_BATCH: dict[int, struct.Struct] = {}
+_MID: dict[tuple[int, int], struct.Struct] = {}
+
+
+def _single_struct(born_len: int, store_len: int) -> struct.Struct:
+    s = _SINGLE.get((born_len, store_len))
+    if s is None:
+        # ... SYSFLAG BORNTS BORNHOST STORETS STOREHOST RECONSUME PREPARED BODYLEN
+        s = _SINGLE[(born_len, store_len)] = struct.Struct(f">iiiiiqqiq{born_len}sq{store_len}siqi")
+    return s
+
+
+def _mid_struct(born_len: int, store_len: int) -> struct.Struct:
+    s = _MID.get((born_len, store_len))
+    if s is None:
+        s = _MID[(born_len, store_len)] = struct.Struct(f">iq{born_len}sq{store_len}siq")
+    return s
+
+
+def _batch_struct(mid_len: int) -> struct.Struct:
+    s = _BATCH.get(mid_len)
+    if s is None:
+        s = _BATCH[mid_len] = struct.Struct(f">iiiiiqq{mid_len}si")
+    return s
+
+
+def store_timestamp_offset(sys_flag: int) -> int:
+    """Where STORETIMESTAMP sits in a record with this sysflag."""
+    return 68 if sys_flag & _BORN_V6 else 56
+
+
+def body_offset(sys_flag: int) -> int:
+    """Where the BODY bytes start (after the body length int)."""
+    return 88 + (12 if sys_flag & _BORN_V6 else 0) + (12 if sys_flag & _STORE_V6 else 0)
+
+
+class AppendError(Exception):
+    """The record cannot be stored at all (larger than a segment) or a segment is unavailable."""
+
+
+class NoSpaceError(AppendError):
+    """The disk has no room for the record: writing it through the mapping would fault."""
+
+
+class CommitLog:
+    """Append, read by physical offset, flush. Recovery lives in `recovery.py`."""
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        store_host: tuple[str, int],
+        allocator: AllocateMappedFileService | None = None,
+    ) -> None:
+        self.config = config
+        self.file_size = config.mapped_file_size_commit_log
+        self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size, allocator,
+                                   preallocate=min(RESERVE_WINDOW, self.file_size))
+        self.store_host_bytes = encode_host(*store_host)
+        self._store_v6 = len(self.store_host_bytes) == 20
+        self._topic_parts: dict[str, tuple[bytes, int]] = {}
+        self.last_store_timestamp = 0  # of the newest record appended
+        self.flushed_store_timestamp = 0  # of the newest record known to be on disk
+        self.flush_count = 0
+        self.start_offset_hint = 0  # where the first segment starts when none exists (recovery)
+        self._cur: MappedFile | None = None  # the segment appends go to (cached for the hot path)
+        self._born_cache: dict[tuple[str, int], tuple[bytes, int, struct.Struct]] = {}
+        self._reserving: dict[int, int] = {}  # segment start -> reservation asked for
+
+    # ---- offsets -------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.mfq.min_offset()
+
+    @property
+    def max_offset(self) -> int:
+        return self.mfq.max_offset()
+
+    @property
+    def flushed_offset(self) -> int:
+        return self.mfq.flushed_where
+
+    def topic_part(self, topic: str) -> tuple[bytes, int]:
+        """(length prefix + topic bytes, magic) of a topic; cached, topics repeat."""
+        tp = self._topic_parts.get(topic)
+        if tp is None:
+            raw = topic.encode()
+            if len(raw) > MAX_TOPIC_LENGTH_V1:
+                tp = (struct.pack(">h", len(raw)) + raw, MAGIC_V2)
+            else:
+                tp = (bytes((len(raw),)) + raw, MAGIC_V1)
+            if len(self._topic_parts) > 100_000:
+                self._topic_parts.clear()
+            self._topic_parts[topic] = tp
+        return tp
+
+    # ---- append --------------------------------------------------------------------------
+    def _segment_for(self, size: int) -> MappedFile:
+        """The segment a record of `size` bytes goes to, closing the current one if needed."""
+        if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            raise AppendError(f"record of {size} bytes cannot fit a {self.file_size}-byte segment")
+        mf = self.mfq.last_for_write(self.start_offset_hint)
+        if size + END_FILE_MIN_BLANK_LENGTH > mf.remaining:
+            blank = mf.remaining
+            mf.write_at(mf.wrote_position, _BLANK.pack(blank, BLANK_MAGIC))
+            mf.wrote_position = mf.file_size
+            mf = self.mfq.last_for_write()
+        return mf
+
+    def _born(self, host: tuple[str, int]) -> tuple[bytes, int, struct.Struct]:
+        """(encoded host, host sysflag bits, record struct) per born host; hosts repeat."""
+        hit = self._born_cache.get(host)
+        if hit is None:
+            raw = encode_host(*host)
+            bits = (_BORN_V6 if len(raw) == 20 else 0) | (_STORE_V6 if self._store_v6 else 0)
+            if len(self._born_cache) > 10_000:
+                self._born_cache.clear()
+            hit = self._born_cache[host] = (raw, bits, _single_struct(len(raw), len(self.store_host_bytes)))
+        return hit
+
+    def append_one(
+        self, m: MessageToStore, props: bytes, queue_offset: int, store_ts: int
+    ) -> tuple[int, int]:
+        """Append one record; returns (physical offset, size). The hot path of every send:
+        one struct pack, one join, one copy into the mapping."""
+        tp, magic = self._topic_parts.get(m.topic) or self.topic_part(m.topic)
+        born, bits, st = self._born(m.born_host)
+        body = m.body
+        size = st.size + len(body) + len(tp) + 2 + len(props)
+        mf = self._cur
+        if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+            mf = self._cur = self._segment_for(size)
+        pos = mf.wrote_position
+        if pos + size + _RESERVE_LOW > mf.reserved:
+            self._reserve_ahead(mf, pos, size)
+        phys = mf.file_from_offset + pos
+        data = b"".join((
+            st.pack(
+                size, magic, _CRC(body) & 0x7FFFFFFF, m.queue_id, m.flag, queue_offset, phys,
+                (m.sys_flag & _HOST_BITS_CLEAR) | bits, m.born_timestamp, born, store_ts,
+                self.store_host_bytes, m.reconsume_times, m.prepared_transaction_offset, len(body),
+            ),
+            body,
+            tp,
+            _I16_PACK(len(props)),
+            props,
+        ))
+        mf.buf[pos : pos + size] = data
+        mf.wrote_position = pos + size
+        self.last_store_timestamp = mf.last_modified_ms = store_ts
+        return phys, size
+
+    def append_batch(
+        self,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: tuple[str, int],
+        reconsume_times: int,
+        flags: Sequence[int],
+        bodies: Sequence[bytes | memoryview],
+        props: Sequence[bytes],
+        blens: Sequence[int],
+        plens: Sequence[int],
+        queue_offset: int,
+        store_ts: int,
+    ) -> tuple[int, list[int], list[int]]:
+        """Append every message in one write; returns (bytes written, offsets, sizes).
+
+        Queue offsets are consecutive from `queue_offset`, except for prepared / rollback
+        transaction records which carry 0 (they are not dispatched). The per-message work is
+        all C-level iteration (map / zip / accumulate), the bytes are joined once."""
+        tp, magic = self.topic_part(topic)
+        born = encode_host(*born_host)
+        sys_flag &= ~(_BORN_V6 | _STORE_V6)
+        if len(born) == 20:
+            sys_flag |= _BORN_V6
+        if self._store_v6:
+            sys_flag |= _STORE_V6
+        mid = _mid_struct(len(born), len(self.store_host_bytes)).pack(
+            sys_flag, born_timestamp, born, store_ts, self.store_host_bytes, reconsume_times, 0
+        )
+        head = _batch_struct(len(mid))
+        base = head.size + len(tp) + 2
+        n = len(bodies)
+        sizes = list(map(base.__add__, map(add, blens, plens)))
+        total = sum(sizes)
+        mf = self._cur = self._segment_for(total)
+        if mf.wrote_position + total + _RESERVE_LOW > mf.reserved:
+            self._reserve_ahead(mf, mf.wrote_position, total)
+        phys = mf.file_from_offset + mf.wrote_position
+        offsets = list(accumulate(sizes[:-1], initial=phys))
+        dispatch = MessageSysFlag.transaction_value(sys_flag) not in (
+            MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+            MessageSysFlag.TRANSACTION_ROLLBACK_TYPE,
+        )
+        qoffs: Iterable[int] = range(queue_offset, queue_offset + n) if dispatch else repeat(0, n)
+        crcs = map(and_, map(_CRC, bodies), repeat(0x7FFFFFFF))
+        heads = map(head.pack, sizes, repeat(magic), crcs, repeat(queue_id), flags, qoffs, offsets,
+                    repeat(mid), blens)
+        mf.append(b"".join(chain.from_iterable(zip(heads, bodies, repeat(tp), map(_I16_PACK, plens), props))))
+        self.last_store_timestamp = mf.last_modified_ms = store_ts
+        return total, offsets, sizes
+
+    # ---- read ----------------------------------------------------------------------------
+    def read(self, phys: int, size: int) -> memoryview | None:
+        """`size` bytes at `phys` as a zero-copy view, None if not (or no longer) there."""
+        mf = self.mfq.find(phys)
+        if mf is None or mf.closed:
+            return None
+        pos = phys - mf.file_from_offset
+        if pos < 0 or pos + size > mf.wrote_position:
+            return None
+        return mf.buf[pos : pos + size]
+
+    def record_at(self, phys: int) -> memoryview | None:
+        """The whole record starting at `phys`, or None if there is none there."""
+        mf = self.mfq.find(phys)
+        if mf is None or mf.closed:
+            return None
+        pos = phys - mf.file_from_offset
+        if pos + 8 > mf.wrote_position:
+            return None
+        size, magic = _SIZE_MAGIC.unpack_from(mf.buf, pos)
+        if magic not in (MAGIC_V1, MAGIC_V2) or size < MIN_RECORD_LENGTH or pos + size > mf.wrote_position:
+            return None
+        return mf.buf[pos : pos + size]
+
+    def store_timestamp_at(self, phys: int) -> int:
+        """STORETIMESTAMP of the record at `phys`, -1 when unreadable."""
+        mf = self.mfq.find(phys)
+        if mf is None or mf.closed:
+            return -1
+        pos = phys - mf.file_from_offset
+        if pos + 76 > mf.wrote_position:
+            return -1
+        (sys_flag,) = _I32.unpack_from(mf.buf, pos + 36)
+        return int(_I64.unpack_from(mf.buf, pos + store_timestamp_offset(sys_flag))[0])
+
+    # ---- durability ----------------------------------------------------------------------
+    def flush(self, least_pages: int = 0) -> int:
+        """Make appended bytes durable (worker thread); returns the flushed offset."""
+        ts = self.last_store_timestamp
+        target = self.mfq.max_offset()
+        before = self.mfq.flushed_where
+        where = self.mfq.flush(least_pages)
+        if where != before:
+            self.flush_count += 1
+        if where >= target:
+            self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
+        return where
+
+    def _reserve_ahead(self, mf: MappedFile, pos: int, size: int) -> None:
+        """Keep disk blocks reserved a window ahead of the writer (in the worker thread); when
+        a reservation ran out of space, reserve what this record needs right here or refuse it."""
+        if mf.no_space and pos + size > mf.reserved:
+            mf.reserve(pos + size)
+            if mf.no_space and pos + size > mf.reserved:
+                raise NoSpaceError(f"no space left for {size} bytes in {mf.path}")
+        target = min(mf.file_size, pos + RESERVE_WINDOW)
+        if target <= self._reserving.get(mf.file_from_offset, 0):
+            return  # already asked for
+        self._reserving = {mf.file_from_offset: target}
+        allocator = self.mfq.allocator
+        if allocator is not None:
+            allocator.reserve_ahead(mf, target)
+        else:
+            mf.reserve(target)
+
+    def prefetch_next(self) -> None:
+        """Have the segment the next roll-over needs created in the background (after load)."""
+        allocator = self.mfq.allocator
+        if allocator is None:
+            return
+        last = self.mfq.last
+        start = last.file_end_offset if last is not None else self.start_offset_hint - (
+            self.start_offset_hint % self.file_size)
+        allocator.prefetch(os.path.join(self.mfq.store_path, offset_to_file_name(start)), self.file_size,
+                           self.mfq.preallocate)
+
+    def forget_current(self) -> None:
+        """Drop the cached append segment (after recovery or retention changed the files)."""
+        self._cur = None
+
+    def close(self) -> None:
+        self._cur = None
+        self.mfq.close()
+
+
+_I16_PACK = struct.Struct(">h").pack

@@ -1,0 +1,274 @@
+"""ConsumeQueue: the per-(topic, queueId) index of 20-byte entries into the commit log.
+
+Entry = commit-log offset (long) + record size (int) + tagsCode (long), big-endian, entry N at
+byte N * 20 of the queue, files named by their first byte offset (RocketMQ's layout, so the
+files are interchangeable with a Java broker's). Reads go through numpy views of the mapping.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import chain
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from rocketq.store.mapped_file import AllocateMappedFileService, MappedFile, MappedFileQueue
+
+log = logging.getLogger("rocketq.store")
+
+CQ_STORE_UNIT_SIZE: Final = 20
+CQ_DTYPE: Final = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])
+_ENTRY = struct.Struct(">qiq")
+
+CQEntries = npt.NDArray[np.void]
+I64Array = npt.NDArray[np.int64]
+
+
+@lru_cache(maxsize=256)
+def _entries_struct(n: int) -> struct.Struct:
+    """One struct for n consecutive entries (batches repeat their sizes)."""
+    return struct.Struct(">" + "qiq" * n)
+
+
+class ConsumeQueue:
+    """One logical queue. `max_offset` is the next index to write (= entries ever written)."""
+
+    def __init__(
+        self,
+        topic: str,
+        queue_id: int,
+        root_dir: str,
+        file_size: int,
+        allocator: AllocateMappedFileService | None = None,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.per_file = file_size // CQ_STORE_UNIT_SIZE
+        self.mfq = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator)
+        self.max_offset = 0
+        self.min_offset = 0
+        self.max_physic_offset = 0  # end of the last dispatched record in the commit log
+        self._cur: MappedFile | None = None
+        self._cur_start = 0  # first entry index of _cur
+        self._cur_end = 0
+
+    def __repr__(self) -> str:
+        return f"ConsumeQueue({self.topic!r}, {self.queue_id}, [{self.min_offset}, {self.max_offset}))"
+
+    # ---- load / recover ------------------------------------------------------------------
+    def load(self) -> None:
+        self.mfq.load()
+
+    def view(self, mf: MappedFile, start: int = 0, count: int | None = None) -> CQEntries:
+        """Entries of one file as a structured array over the mapping (drop it soon: a live
+        view keeps the file from being unmapped)."""
+        if count is None:
+            count = self.per_file - start
+        return np.frombuffer(mf.buf, dtype=CQ_DTYPE, count=count, offset=start * CQ_STORE_UNIT_SIZE)
+
+    def recover(self) -> None:
+        """Find the end of the valid entries (RocketMQ: the first entry with size <= 0 ends the
+        queue), drop what lies beyond and set min / max."""
+        files = list(self.mfq)
+        if not files:
+            self.min_offset = self.max_offset = 0
+            return
+        end = files[-1].file_end_offset // CQ_STORE_UNIT_SIZE
+        for mf in files[max(0, len(files) - 3) :]:
+            v = self.view(mf)
+            bad = np.flatnonzero((v["size"] <= 0) | (v["phys"] < 0))
+            del v
+            if len(bad):
+                end = mf.file_from_offset // CQ_STORE_UNIT_SIZE + int(bad[0])
+                break
+        self._set_end(end)
+        self.min_offset = files[0].file_from_offset // CQ_STORE_UNIT_SIZE
+
+    def _set_end(self, end: int) -> None:
+        """Make `end` the new max offset: later files go, the tail of the last is cleared."""
+        byte_end = end * CQ_STORE_UNIT_SIZE
+        self.mfq.truncate_dirty(byte_end)
+        for mf in self.mfq:
+            if mf.file_from_offset <= byte_end < mf.file_end_offset:
+                mf.zero(byte_end - mf.file_from_offset, mf.file_size)
+        self.max_offset = end
+        self._cur = None
+        self.max_physic_offset = 0
+        last = self.entry(end - 1) if end > 0 else None
+        if last is not None:
+            self.max_physic_offset = last[0] + last[1]
+
+    def truncate_dirty(self, phys_end: int) -> None:
+        """Drop the entries that point at or beyond `phys_end` (a commit log cut by recovery)."""
+        if self.max_physic_offset <= phys_end:
+            return
+        new_end = self.max_offset
+        for mf in reversed(list(self.mfq)):
+            start = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+            n = min(self.per_file, self.max_offset - start)
+            if n <= 0:
+                continue
+            v = self.view(mf, 0, n)
+            ends = v["phys"].astype(np.int64) + v["size"].astype(np.int64)
+            del v
+            good = np.flatnonzero(ends <= phys_end)
+            if len(good) == n:
+                break
+            new_end = start + (int(good[-1]) + 1 if len(good) else 0)
+            if len(good):
+                break
+        log.info("%s: truncate consume queue to %d (commit log ends at %d)", self, new_end, phys_end)
+        self._set_end(new_end)
+
+    # ---- write ---------------------------------------------------------------------------
+    def _file_for(self, index: int) -> MappedFile:
+        mf = self.mfq.file_for_offset(index * CQ_STORE_UNIT_SIZE, create=True)
+        assert mf is not None
+        self._cur = mf
+        self._cur_start = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+        self._cur_end = self._cur_start + self.per_file
+        return mf
+
+    def append(self, phys: int, size: int, tags_code: int) -> int:
+        """Write the entry at max_offset; returns its index."""
+        idx = self.max_offset
+        mf = self._cur
+        if mf is None or not self._cur_start <= idx < self._cur_end:
+            mf = self._file_for(idx)
+        pos = (idx - self._cur_start) * CQ_STORE_UNIT_SIZE
+        _ENTRY.pack_into(mf.buf, pos, phys, size, tags_code)
+        mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
+        self.max_offset = idx + 1
+        self.max_physic_offset = phys + size
+        return idx
+
+    def append_many(self, phys: Sequence[int], sizes: Sequence[int], tags: Sequence[int]) -> int:
+        """Write consecutive entries from max_offset (one copy per file touched); returns the
+        first index."""
+        n = len(phys)
+        first = self.max_offset
+        flat = chain.from_iterable(zip(phys, sizes, tags, strict=True))
+        self._write_block(first, _entries_struct(n).pack(*flat))
+        self.max_offset = first + n
+        self.max_physic_offset = phys[-1] + sizes[-1]
+        return first
+
+    def _write_block(self, index: int, data: bytes) -> None:
+        done, total = 0, len(data)
+        while done < total:
+            idx = index + done // CQ_STORE_UNIT_SIZE
+            mf = self._cur
+            if mf is None or not self._cur_start <= idx < self._cur_end:
+                mf = self._file_for(idx)
+            pos = (idx - self._cur_start) * CQ_STORE_UNIT_SIZE
+            n = min(total - done, mf.file_size - pos)
+            mf.buf[pos : pos + n] = data[done : done + n] if done or n < total else data
+            if pos + n > mf.wrote_position:
+                mf.wrote_position = pos + n
+            done += n
+
+    def put_block(self, index: int, phys: I64Array, sizes: I64Array, tags: I64Array) -> None:
+        """Write consecutive entries from any index (recovery re-dispatch); extends
+        max_offset when they reach past it."""
+        arr = np.empty(len(phys), dtype=CQ_DTYPE)
+        arr["phys"] = phys
+        arr["size"] = sizes
+        arr["tags"] = tags
+        self._write_block(index, arr.tobytes())
+        end = index + len(phys)
+        if end >= self.max_offset:
+            self.max_offset = end
+            self.max_physic_offset = int(phys[-1]) + int(sizes[-1])
+
+    # ---- read ----------------------------------------------------------------------------
+    def entries(self, index: int, max_count: int) -> CQEntries | None:
+        """Up to `max_count` entries from `index` within one file (None: that file is gone)."""
+        mf = self.mfq.find(index * CQ_STORE_UNIT_SIZE)
+        if mf is None or mf.closed:
+            return None
+        start = index - mf.file_from_offset // CQ_STORE_UNIT_SIZE
+        n = min(max_count, self.per_file - start, self.max_offset - index)
+        return self.view(mf, start, max(0, n))
+
+    def entry(self, index: int) -> tuple[int, int, int] | None:
+        if not 0 <= index < self.max_offset:
+            return None
+        mf = self.mfq.find(index * CQ_STORE_UNIT_SIZE)
+        if mf is None or mf.closed:
+            return None
+        phys, size, tags = _ENTRY.unpack_from(mf.buf, index * CQ_STORE_UNIT_SIZE - mf.file_from_offset)
+        return int(phys), int(size), int(tags)
+
+    def roll_next_file(self, index: int) -> int:
+        return index - index % self.per_file + self.per_file
+
+    def phys_offsets(self, lo_phys: int, hi_phys: int) -> npt.NDArray[np.int64]:
+        """Commit-log offsets of the entries pointing into [lo_phys, hi_phys) (recovery)."""
+        out: list[npt.NDArray[np.int64]] = []
+        for mf in self.mfq:
+            start = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+            n = min(self.per_file, self.max_offset - start)
+            if n <= 0:
+                continue
+            v = self.view(mf, 0, n)
+            p = v["phys"].astype(np.int64)
+            s = v["size"]
+            del v
+            keep = (p >= lo_phys) & (p < hi_phys) & (s > 0)
+            if keep.any():
+                out.append(p[keep])
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+    # ---- retention -----------------------------------------------------------------------
+    def correct_min_offset(self, min_phy: int) -> None:
+        """min_offset := first entry whose record is still in the commit log."""
+        for mf in self.mfq:
+            start = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+            n = min(self.per_file, self.max_offset - start)
+            if n <= 0:
+                break
+            v = self.view(mf, 0, n)
+            ok = np.flatnonzero(v["phys"].astype(np.int64) >= min_phy)
+            del v
+            if len(ok):
+                self.min_offset = max(self.min_offset, start + int(ok[0]))
+                return
+        self.min_offset = self.max_offset
+
+    def delete_expired(self, min_phy: int) -> int:
+        """Delete files (never the last) whose every record is gone from the commit log."""
+        deleted = 0
+        files = list(self.mfq)
+        for mf in files[:-1]:
+            start = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+            last = self.entry(min(start + self.per_file, self.max_offset) - 1)
+            if last is None or last[0] >= min_phy:
+                break
+            if mf is self._cur:
+                self._cur = None
+            self.mfq.delete_file(mf)
+            deleted += 1
+        if deleted:
+            first = self.mfq.first
+            if first is not None:
+                self.min_offset = max(self.min_offset, first.file_from_offset // CQ_STORE_UNIT_SIZE)
+        self.correct_min_offset(min_phy)
+        return deleted
+
+    def flush(self, least_pages: int = 0) -> int:
+        return self.mfq.flush(least_pages)
+
+    def close(self) -> None:
+        self._cur = None
+        self.mfq.close()
+
+    def destroy(self) -> None:
+        self._cur = None
+        self.mfq.destroy()

@@ -1,0 +1,546 @@
+"""MessageStore: the facade the broker calls (DefaultMessageStore's role).
+
+The core is synchronous and loop-agnostic (`append_message`, `get_message`, ...); `start()`
+adds the asyncio services (flush, group commit, index building, clean-up) and the async puts
+add the SYNC_FLUSH wait. Call `load()` (recovery) before anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from rocketq.codec.message import MAX_PROPERTIES_LENGTH, offset_msg_id_prefix
+from rocketq.store import retention
+from rocketq.store.checkpoint import StoreCheckpoint, StoreLock, create_abort_file, remove_abort_file
+from rocketq.store.commitlog import AppendError, CommitLog, NoSpaceError
+from rocketq.store.config import MessageStoreConfig
+from rocketq.store.consume_queue import ConsumeQueue
+from rocketq.store.dispatch import ArrivalListener, Dispatcher, is_dispatched
+from rocketq.store.index import IndexService
+from rocketq.store.mapped_file import AllocateMappedFileService
+from rocketq.store.model import (
+    GetMessageResult,
+    GetMessageStatus,
+    MessageBatchToStore,
+    MessageToStore,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+    put_result,
+)
+from rocketq.store.reader import offset_by_time, read_queue
+from rocketq.store.recovery import Recovery, RecoveryReport
+from rocketq.store.services import GroupCommitService, ServiceTask, build_services
+
+log = logging.getLogger("rocketq.store")
+
+MAX_TOPIC_LENGTH = 255
+_INDEX_DRAIN_THRESHOLD = 50_000  # keys queued before a put drains inline (no loop running)
+_NOT_DISPATCHED = (0x4, 0xC)  # prepared / rollback transaction records
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MessageStore:
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        store_host: tuple[str, int] = ("127.0.0.1", 10911),
+        on_arrival: ArrivalListener | None = None,
+        disk_ratio: Callable[[], float] | None = None,
+    ) -> None:
+        self.config = config
+        self.store_host = store_host
+        self._allocator = AllocateMappedFileService()
+        self.commit_log = CommitLog(config, store_host, self._allocator)
+        self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self.index = IndexService(config) if config.message_index_enable else None
+        self.dispatcher = Dispatcher(self.index, on_arrival)
+        self.checkpoint = StoreCheckpoint(os.path.join(config.store_path_root_dir, "checkpoint"))
+        self.recovery_report: RecoveryReport | None = None
+        self._disk_ratio = disk_ratio or (lambda: retention.disk_used_ratio(config.store_path_root_dir))
+        self._msg_id_prefix = offset_msg_id_prefix(*store_host)
+        self._put_lock = threading.Lock()
+        self._store_lock: StoreLock | None = None
+        self._loaded = False
+        self._shutdown = False
+        self._disk_full = False
+        self._services: list[ServiceTask] = []
+        self._group_commit: GroupCommitService | None = None
+        self._last_dispatch_ts = 0
+        self.put_message_times_total = 0
+        self.put_message_size_total = 0
+        self.get_message_times_total = 0
+        self.get_message_transferred_total = 0
+        self._started_ms = _now_ms()
+
+    @property
+    def _refusing(self) -> bool:
+        return self._shutdown or not self._loaded or self._disk_full
+
+    @property
+    def disk_full(self) -> bool:
+        return self._disk_full
+
+    @disk_full.setter
+    def disk_full(self, full: bool) -> None:
+        self._disk_full = full
+
+    @property
+    def on_arrival(self) -> ArrivalListener | None:
+        return self.dispatcher.on_arrival
+
+    @on_arrival.setter
+    def on_arrival(self, listener: ArrivalListener | None) -> None:
+        self.dispatcher.on_arrival = listener
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def load(self) -> bool:
+        """Map the files and recover (abnormally when the abort file is there). Synchronous."""
+        if self._loaded:
+            return True
+        root = self.config.store_path_root_dir
+        self._store_lock = StoreLock(root)
+        try:
+            abnormal = os.path.exists(os.path.join(root, "abort"))
+            self.commit_log.mfq.load()
+            self._load_consume_queues()
+            if self.index is not None:
+                self.index.load()
+            self.recovery_report = Recovery(
+                self.config, self.commit_log, self.consume_queues, self._create_cq, self.index,
+                self.checkpoint,
+            ).run(abnormal)
+            os.makedirs(self.config.commit_log_dir, exist_ok=True)
+            self.commit_log.prefetch_next()
+            create_abort_file(root)
+        except BaseException:
+            self._store_lock.release()
+            self._store_lock = None
+            raise
+        self._loaded = True
+        return True
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in sorted(os.listdir(root)):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for qid in sorted(os.listdir(tdir)):
+                if qid.lstrip("-").isdigit() and os.path.isdir(os.path.join(tdir, qid)):
+                    cq = self._new_cq(topic, int(qid))
+                    cq.load()
+                    cq.recover()
+                    self.consume_queues[(topic, int(qid))] = cq
+
+    def _new_cq(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
+                            self.config.mapped_file_size_consume_queue)
+
+    def _create_cq(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = self.consume_queues.get((topic, queue_id))
+        if cq is None:
+            cq = self.consume_queues[(topic, queue_id)] = self._new_cq(topic, queue_id)
+        return cq
+
+    async def start(self) -> None:
+        """Start the background services (needs a running loop)."""
+        if not self._loaded:
+            self.load()
+        if self._services:
+            return
+        if self.config.sync_flush:
+            self._group_commit = GroupCommitService(self)
+            self._group_commit.start()
+        self._services = build_services(self)
+        for s in self._services:
+            s.start()
+
+    async def shutdown(self) -> None:
+        """Stop the services, flush everything, write the checkpoint, remove the abort file."""
+        for s in self._services:
+            await s.stop()
+        self._services = []
+        if self._group_commit is not None:
+            await self._group_commit.stop()
+            self._group_commit = None
+        self.close()
+
+    def close(self) -> None:
+        """Synchronous shutdown (without services)."""
+        if self._shutdown or not self._loaded:
+            self._release_lock()
+            return
+        self._shutdown = True
+        self.drain_index()
+        self.commit_log.flush(0)
+        self.flush_derived(0)
+        self._close_files()
+        remove_abort_file(self.config.store_path_root_dir)
+        self._release_lock()
+        log.info("message store shut down, max offset %d", self.commit_log.max_offset)
+
+    def release_without_shutdown(self) -> None:
+        """Let go of files and lock but flush nothing and leave the abort file: exactly what
+        kill -9 leaves behind (fault injection and recovery tests)."""
+        self._shutdown = True
+        if self.index is not None:
+            self.index.pending = []
+        self._close_files()
+        self._release_lock()
+
+    def _close_files(self) -> None:
+        self._allocator.shutdown()
+        self.commit_log.close()
+        for cq in self.consume_queues.values():
+            cq.close()
+        if self.index is not None:
+            self.index.close()
+
+    def _release_lock(self) -> None:
+        if self._store_lock is not None:
+            self._store_lock.release()
+            self._store_lock = None
+
+    def flush_derived(self, least_pages: int = 0) -> None:
+        """Flush consume queues and index, then the checkpoint (blocking; worker thread)."""
+        logics_ts = self._last_dispatch_ts
+        for cq in list(self.consume_queues.values()):
+            cq.flush(least_pages)
+        if self.index is not None:
+            self.checkpoint.index_msg_timestamp = max(self.checkpoint.index_msg_timestamp, self.index.flush())
+        cp = self.checkpoint
+        cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, self.commit_log.flushed_store_timestamp)
+        cp.logics_msg_timestamp = max(cp.logics_msg_timestamp, logics_ts)
+        cp.flush()
+
+    def drain_index(self) -> int:
+        return self.index.drain() if self.index is not None else 0
+
+    # ---- put -----------------------------------------------------------------------------
+    def _refuse(self, topic: str) -> PutMessageStatus | None:
+        if self._shutdown or not self._loaded:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self.disk_full:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if topic in self.commit_log._topic_parts:  # only accepted topics are ever cached
+            return None
+        try:
+            raw = topic.encode()
+        except UnicodeEncodeError:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if not raw or len(raw) > MAX_TOPIC_LENGTH:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        return None
+
+    def append_message(self, m: MessageToStore) -> PutMessageResult:
+        """Store one message (page cache only; see `put_message` for the SYNC_FLUSH wait)."""
+        if self._refusing or m.topic not in self.commit_log._topic_parts:
+            refused = self._refuse(m.topic)
+            if refused is not None:
+                return PutMessageResult(refused)
+        try:
+            props = m.properties.encode()
+        except UnicodeEncodeError:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        if len(props) > MAX_PROPERTIES_LENGTH:
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        if len(m.body) > self.config.max_message_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        store_ts = m.store_timestamp or time.time_ns() // 1_000_000
+        sys_flag = m.sys_flag
+        dispatched = sys_flag & 0xC not in _NOT_DISPATCHED
+        key = (m.topic, m.queue_id)
+        with self._put_lock:
+            cq = self.consume_queues.get(key) or self._create_cq(m.topic, m.queue_id)
+            qoff = cq.max_offset if dispatched else 0
+            try:
+                phys, size = self.commit_log.append_one(m, props, qoff, store_ts)
+            except NoSpaceError as e:
+                log.error("%s: store marked full", e)
+                self.disk_full = True
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+            except AppendError:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            except OSError as e:
+                log.error("create mapped file failed: %s", e)
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+            # dispatch inline: this is the per-send path (see dispatch.py for the batch one)
+            if dispatched:
+                cq.append(phys, size, m.tags_code)
+                if self.dispatcher.on_arrival is not None:
+                    self.dispatcher.notify(cq.topic, cq.queue_id, cq.max_offset, m.tags_code)
+            index = self.index
+            if index is not None and m.keys and sys_flag & 0xC != 0xC:
+                index.pending.append((m.topic, m.keys, phys, store_ts))
+                index.pending_keys += len(m.keys)
+                if index.pending_keys > _INDEX_DRAIN_THRESHOLD:
+                    index.drain()
+            self._last_dispatch_ts = store_ts
+        self.put_message_times_total += 1
+        self.put_message_size_total += size
+        return put_result(PutMessageStatus.PUT_OK, phys, size, qoff, 1, store_ts, (phys,),
+                          self._msg_id_prefix)
+
+    def append_messages(self, batch: MessageBatchToStore) -> PutMessageResult:
+        """Store a batch with one append; consecutive queue offsets."""
+        refused = self._refuse(batch.topic)
+        if refused is not None:
+            return PutMessageResult(refused)
+        items = batch.items
+        if not items:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        flags, bodies, pstrs, tags, keys = zip(*items, strict=True)
+        try:
+            props = list(map(str.encode, pstrs))
+        except UnicodeEncodeError:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        plens = list(map(len, props))
+        if max(plens) > MAX_PROPERTIES_LENGTH:
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        blens = list(map(len, bodies))
+        if max(blens) > self.config.max_message_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        store_ts = _now_ms()
+        dispatched = is_dispatched(batch.sys_flag)
+        with self._put_lock:
+            cq = self.consume_queues.get((batch.topic, batch.queue_id)) or self._create_cq(
+                batch.topic, batch.queue_id
+            )
+            qoff = cq.max_offset if dispatched else 0
+            try:
+                total, offsets, sizes = self.commit_log.append_batch(
+                    batch.topic, batch.queue_id, batch.sys_flag, batch.born_timestamp, batch.born_host,
+                    batch.reconsume_times, flags, bodies, props, blens, plens, qoff, store_ts,
+                )
+            except NoSpaceError as e:
+                log.error("%s: store marked full", e)
+                self.disk_full = True
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+            except AppendError:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            except OSError as e:
+                log.error("create mapped file failed: %s", e)
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+            self.dispatcher.dispatch_batch(cq, offsets, sizes, tags, keys, batch.sys_flag, store_ts)
+            self._last_dispatch_ts = store_ts
+        self.put_message_times_total += len(items)
+        self.put_message_size_total += total
+        if self.index is not None and self.index.pending_keys > _INDEX_DRAIN_THRESHOLD:
+            self.index.drain()
+        return put_result(PutMessageStatus.PUT_OK, offsets[0], total, qoff, len(items), store_ts, offsets,
+                          self._msg_id_prefix)
+
+    async def put_message(self, m: MessageToStore) -> PutMessageResult:
+        r = self.append_message(m)
+        if r.status is PutMessageStatus.PUT_OK and self.config.sync_flush and m.wait_store_msg_ok:
+            return await self._wait_flush(r)
+        return r
+
+    async def put_messages(self, batch: MessageBatchToStore) -> PutMessageResult:
+        r = self.append_messages(batch)
+        if r.status is PutMessageStatus.PUT_OK and self.config.sync_flush and batch.wait_store_msg_ok:
+            return await self._wait_flush(r)
+        return r
+
+    async def _wait_flush(self, r: PutMessageResult) -> PutMessageResult:
+        target = r.wrote_offset + r.wrote_bytes
+        gc = self._group_commit
+        if gc is None:  # no services: flush right here
+            self.commit_log.flush(0)
+            return r
+        try:
+            ok = await asyncio.wait_for(gc.request(target), self.config.sync_flush_timeout / 1000)
+        except TimeoutError:
+            ok = False
+        if ok:
+            return r
+        log.warning("do groupcommit, wait for flush failed, topic offset %d", target)
+        return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.wrote_offset, r.wrote_bytes,
+                                r.logical_offset, r.msg_num, r.store_timestamp, r.record_offsets,
+                                r.msg_id_prefix)
+
+    # ---- get -----------------------------------------------------------------------------
+    def get_message(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        tag_codes: frozenset[int] | None = None,
+        max_total_bytes: int | None = None,
+    ) -> GetMessageResult:
+        """Read up to `max_msg_nums` messages of a queue from `offset` (PULL semantics)."""
+        self.get_message_times_total += 1
+        cq = self.consume_queues.get((topic, queue_id))
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
+        cfg = self.config
+        max_count = max(1, min(max_msg_nums, cfg.max_transfer_count_on_message_in_memory))
+        byte_cap = cfg.max_transfer_bytes_on_message_in_memory
+        if max_total_bytes is not None:
+            byte_cap = min(byte_cap, max_total_bytes)
+        r = read_queue(cq, self.commit_log, offset, max_count, byte_cap, tag_codes)
+        self.get_message_transferred_total += r.message_count
+        return r
+
+    # ---- offsets and times ---------------------------------------------------------------
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        return cq.min_offset if cq is not None else 0
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        e = cq.entry(offset) if cq is not None else None
+        return self.commit_log.store_timestamp_at(e[0]) if e is not None else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
+
+    def get_offset_in_queue_by_time(
+        self, topic: str, queue_id: int, timestamp: int, upper: bool = False
+    ) -> int:
+        """LOWER: first offset stored at or after `timestamp` (max offset if none);
+        UPPER: last offset stored at or before it (0 if none)."""
+        cq = self.consume_queues.get((topic, queue_id))
+        return offset_by_time(cq, self.commit_log, timestamp, upper) if cq is not None else 0
+
+    # ---- lookups -------------------------------------------------------------------------
+    def look_message_by_offset(self, phys_offset: int) -> memoryview | None:
+        """The raw record at a commit-log offset (VIEW_MESSAGE_BY_ID, send-back, transactions)."""
+        if phys_offset < self.commit_log.min_offset:
+            return None
+        return self.commit_log.record_at(phys_offset)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int
+    ) -> QueryMessageResult:
+        if self.index is None:
+            return QueryMessageResult()
+        offsets, last_ts, last_phy = self.index.query(topic, key, max_num, begin_ts, end_ts)
+        buffers: list[memoryview] = []
+        found: list[int] = []
+        for off in offsets:
+            v = self.look_message_by_offset(off)
+            if v is not None:
+                buffers.append(v)
+                found.append(off)
+        return QueryMessageResult(buffers, found, last_ts, last_phy)
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    def topic_queue_ids(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for topic, qid in self.consume_queues:
+            out.setdefault(topic, []).append(qid)
+        return {t: sorted(q) for t, q in out.items()}
+
+    # ---- admin ---------------------------------------------------------------------------
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Drop the consume queues of these topics (their records age out of the commit log)."""
+        doomed = set(topics)
+        n = 0
+        with self._put_lock:
+            for key in [k for k in self.consume_queues if k[0] in doomed]:
+                self.consume_queues.pop(key).destroy()
+                n += 1
+        for t in doomed:
+            try:
+                os.rmdir(os.path.join(self.config.consume_queue_dir, t))
+            except OSError:
+                pass
+        if n:
+            log.info("deleted %d consume queues of %s", n, sorted(doomed))
+        return n
+
+    def clean_expired_files(self, now: int | None = None, disk_ratio: float | None = None,
+                            manual: bool = False) -> int:
+        """One round of retention; returns how many commit-log files were deleted."""
+        now_ms = _now_ms() if now is None else now
+        ratio = self._disk_ratio() if disk_ratio is None else disk_ratio
+        d = retention.decide(self.config, now_ms, ratio, manual)
+        if d.disk_full is not None and d.disk_full != self.disk_full:
+            self.disk_full = d.disk_full
+            (log.error if d.disk_full else log.info)("disk usage %.2f: store %s", ratio,
+                                                     "full, puts refused" if d.disk_full else "usable again")
+        deleted = 0
+        if d.delete:
+            with self._put_lock:
+                deleted = retention.delete_expired_by_time(
+                    self.commit_log.mfq, self.config.file_reserved_time * 3_600_000, now_ms,
+                    d.clean_immediately)
+        if deleted:
+            min_phy = self.commit_log.min_offset
+            for cq in list(self.consume_queues.values()):
+                cq.delete_expired(min_phy)
+            if self.index is not None:
+                self.index.delete_expired(min_phy)
+        self._retry_deferred()
+        return deleted
+
+    def _retry_deferred(self) -> None:
+        self.commit_log.mfq.retry_deferred()
+        for cq in self.consume_queues.values():
+            if cq.mfq.deferred_count:
+                cq.mfq.retry_deferred()
+        if self.index is not None:
+            self.index.retry_deferred()
+
+    def runtime_info(self) -> dict[str, str]:
+        cl = self.commit_log
+        ratio = self._disk_ratio()
+        return {
+            "commitLogMinOffset": str(cl.min_offset),
+            "commitLogMaxOffset": str(cl.max_offset),
+            "commitLogFlushedOffset": str(cl.flushed_offset),
+            "commitLogFlushCount": str(cl.flush_count),
+            "commitLogDiskRatio": f"{ratio:.4f}",
+            "consumeQueueCount": str(len(self.consume_queues)),
+            "indexFileCount": str(len(self.index.files)) if self.index is not None else "0",
+            "indexPendingKeys": str(self.index.pending_keys) if self.index is not None else "0",
+            "putMessageTimesTotal": str(self.put_message_times_total),
+            "putMessageSizeTotal": str(self.put_message_size_total),
+            "getMessageTimesTotal": str(self.get_message_times_total),
+            "getMessageTransferredMsgCount": str(self.get_message_transferred_total),
+            "earliestMessageTimeStamp": str(self._earliest_store_ts()),
+            "diskFull": str(self.disk_full).lower(),
+            "runtime": f"[ {(_now_ms() - self._started_ms) // 1000} seconds ]",
+        }
+
+    def _earliest_store_ts(self) -> int:
+        first = self.commit_log.mfq.first
+        if first is None or first.closed:
+            return -1
+        return self.commit_log.store_timestamp_at(first.file_from_offset)
+
+    def __enter__(self) -> MessageStore:
+        self.load()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
