@@ -459,7 +459,7 @@ async def test_updated_expiry_takes_effect(ns: NamesrvController, client: Remoti
     async def gone() -> bool:
         return (await route(client, ns.address, "T")).code == ResponseCode.TOPIC_NOT_EXIST
 
-    await eventually(gone, timeout=3.0)
+    await eventually(gone, timeout=10.0)
 
 
 # -- several name servers --------------------------------------------------------------------------------
