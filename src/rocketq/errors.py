@@ -177,3 +177,55 @@ def for_code(code: int, remark: str | None = None) -> ServerError:
     """The exception a client raises for a response with this code (unknown codes keep the code)."""
     cls = _BY_CODE.get(code, ServerError)
     return cls(remark or f"response code {code}", code=code)
+
+
+# -- client side (MQClientException / MQBrokerException) --------------------------------------------
+
+
+class MQClientError(RocketQError):
+    """A failure the client detects itself (RocketMQ's MQClientException): bad state, bad input,
+    no name server, no route. ``code`` is a ResponseCode when one fits, else a ClientErrorCode."""
+
+    code = -1
+
+
+class ServiceStateError(MQClientError):
+    """A producer/consumer used in the wrong lifecycle state (second start, send before start)."""
+
+
+class GroupAlreadyRegistered(MQClientError):
+    """A second producer or consumer of one group inside one MQClientInstance (client id)."""
+
+
+class InvalidMessage(MQClientError):
+    """A message refused before sending: bad topic, empty or oversized body, bad batch."""
+
+    code = ResponseCode.MESSAGE_ILLEGAL
+
+
+class InvalidArgument(MQClientError):
+    """A bad argument to a client call (group name, selector result, subscription expression)."""
+
+
+class NoNameServer(MQClientError):
+    """No name server address configured or found (ClientErrorCode.NO_NAME_SERVER_EXCEPTION)."""
+
+    code = 10004
+    retriable = True
+
+
+class TopicRouteNotFound(MQClientError):
+    """No route for a topic, not even the auto-create one (ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION)."""
+
+    code = 10005
+
+
+class BrokerNotFound(MQClientError):
+    """A broker name the route names but whose address is unknown (BROKER_NOT_EXIST_EXCEPTION)."""
+
+    code = 10003
+    retriable = True
+
+
+class MQBrokerError(ServerError):
+    """A broker answered with a code the client has no narrower class for (MQBrokerException)."""

@@ -1,0 +1,38 @@
+"""ProducerConfig: DefaultMQProducer's knobs, RocketMQ names and defaults (PROTOCOL.md §4.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from rocketq.client.config import ClientConfig
+from rocketq.client.producer.fault import DEFAULT_LATENCY_MAX, DEFAULT_NOT_AVAILABLE_DURATION
+
+__all__ = [
+    "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "CLIENT_INNER_PRODUCER_GROUP",
+    "DEFAULT_PRODUCER_GROUP",
+    "ProducerConfig",
+]
+
+DEFAULT_PRODUCER_GROUP: Final = "DEFAULT_PRODUCER"
+CLIENT_INNER_PRODUCER_GROUP: Final = "CLIENT_INNER_PRODUCER"
+AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConfig(ClientConfig):
+    producer_group: str = DEFAULT_PRODUCER_GROUP
+    # The auto-create template topic: its route is used for topics that have none yet.
+    create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC
+    default_topic_queue_nums: int = 4
+    send_msg_timeout: int = 3_000  # ms, for all attempts of one send together
+    compress_msg_body_over_howmuch: int = 4 * 1024
+    compress_level: int = 5  # zlib
+    retry_times_when_send_failed: int = 2
+    retry_times_when_send_async_failed: int = 2
+    retry_another_broker_when_not_store_ok: bool = False
+    max_message_size: int = 4 * 1024 * 1024
+    send_latency_fault_enable: bool = False
+    latency_max: tuple[int, ...] = DEFAULT_LATENCY_MAX
+    not_available_duration: tuple[int, ...] = DEFAULT_NOT_AVAILABLE_DURATION

@@ -1,0 +1,249 @@
+"""Turning user messages into send requests: properties, UNIQ_KEY, compression, batch bodies and
+the SEND_MESSAGE_V2 header (RocketMQ's DefaultMQProducerImpl.sendKernelImpl, minus the I/O).
+
+Pure functions of the message and the producer config; the producer calls them once per message,
+and only the queue id / broker name of the header change between retries. This is the per-message
+cost of producing, so the common cases are written out rather than built from general helpers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import struct
+import time
+import zlib
+from collections.abc import Sequence
+from typing import Final
+
+from rocketq.client.config import wrap_namespace
+from rocketq.client.message import Message
+from rocketq.client.producer.config import ProducerConfig
+from rocketq.codec.message import MAX_PROPERTIES_LENGTH, MessageSysFlag, UniqIdGenerator
+from rocketq.errors import InvalidMessage, ProtocolError
+
+__all__ = [
+    "PreparedSend",
+    "SendEncoder",
+    "UniqKeys",
+    "message_properties",
+]
+
+PROPERTY_UNIQ_KEY: Final = "UNIQ_KEY"
+PROPERTY_RECONSUME_TIME: Final = "RECONSUME_TIME"
+PROPERTY_MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
+# Set through Message fields, never copied from Message.properties.
+_FIELD_KEYS: Final = frozenset({"TAGS", "KEYS", "DELAY", "WAIT", PROPERTY_UNIQ_KEY})
+_COMPRESSED_ZLIB: Final = MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB
+# A SEND_BATCH_MESSAGE record (PROTOCOL.md §3.4): TOTALSIZE MAGIC BODYCRC FLAG BODYLEN, body,
+# short properties length, properties. The client writes 0 for MAGIC and BODYCRC.
+_BATCH_HEAD: Final = struct.Struct(">iiiii")
+_SHORT: Final = struct.Struct(">h")
+_BATCH_FIXED: Final = _BATCH_HEAD.size + _SHORT.size
+
+
+class UniqKeys:
+    """UNIQ_KEYs in MessageClientIDSetter's layout (PROTOCOL.md §3.5), cheaply.
+
+    An id is prefix (ip, pid, random) + ms-since-month (8 hex) + counter (4 hex). The codec's
+    generator computes the first two parts, once per millisecond; each id then only adds the
+    counter of this object. The generator is private to this object, so no other id shares its
+    prefix, and ids stay unique while fewer than 65,536 are made in one millisecond (as in Java).
+    """
+
+    __slots__ = ("_counter", "_gen", "_head", "_ms")
+
+    def __init__(self, client_ip: str) -> None:
+        try:
+            self._gen = UniqIdGenerator(ip=client_ip)
+        except ProtocolError:  # a client_ip that is a host name, not an address
+            self._gen = UniqIdGenerator()
+        self._counter = itertools.count(random.getrandbits(16))
+        self._ms = -1
+        self._head = ""
+
+    def _current_head(self) -> str:
+        ms = int(time.time() * 1000)
+        if ms != self._ms:
+            self._ms = ms
+            self._head = self._gen.next_id()[:-4]
+        return self._head
+
+    def next_id(self) -> str:
+        return f"{self._current_head()}{next(self._counter) & 0xFFFF:04X}"
+
+    def next_ids(self, n: int) -> list[str]:
+        head = self._current_head()
+        counter = self._counter
+        return [f"{head}{next(counter) & 0xFFFF:04X}" for _ in range(n)]
+
+
+class PreparedSend:
+    """One send, ready for the wire except the target queue (internal to the producer).
+
+    ``ext`` is the SEND_MESSAGE_V2 header; ``e`` (queue id) and ``n`` (broker name) are set per
+    attempt by ``ext_for``, in place: a request's header is encoded when it is written, so the
+    next attempt may reuse the dict. ``topic`` is the user's topic (no namespace), as the
+    SendResult reports it.
+    """
+
+    # A plain slotted class, not a frozen dataclass: one is built per message on the hot path.
+    __slots__ = ("batch", "body", "ext", "msg_id", "topic")
+
+    def __init__(
+        self, topic: str, body: bytes, ext: dict[str, str], msg_id: str, batch: bool = False
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.ext = ext
+        self.msg_id = msg_id
+        self.batch = batch
+
+    def ext_for(self, queue_id: int, broker_name: str) -> dict[str, str]:
+        ext = self.ext
+        ext["e"] = str(queue_id)
+        ext["n"] = broker_name
+        return ext
+
+
+def message_properties(msg: Message, uniq: str | None, *, wait: bool = True) -> tuple[str, dict[str, str]]:
+    """The properties string of ``msg`` (trailing separator included) and the header extras it
+    moves out of the properties (reconsume counts of a %RETRY% re-send)."""
+    extras: dict[str, str] = {}
+    parts: list[str] = []
+    props = msg.properties
+    if props:
+        retry = msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        for key, value in props.items():
+            if key in _FIELD_KEYS or value is None:
+                continue
+            if retry and key == PROPERTY_RECONSUME_TIME:
+                extras["j"] = value
+                continue
+            if retry and key == PROPERTY_MAX_RECONSUME_TIMES:
+                extras["l"] = value
+                continue
+            parts.append(f"{key}\x01{value}\x02")
+    if msg.tags:
+        parts.append(f"TAGS\x01{msg.tags}\x02")
+    keys = msg.keys_text
+    if keys:
+        parts.append(f"KEYS\x01{keys}\x02")
+    if msg.delay_level > 0:
+        parts.append(f"DELAY\x01{msg.delay_level}\x02")
+    if wait:
+        parts.append("WAIT\x01true\x02" if msg.wait_store_msg_ok else "WAIT\x01false\x02")
+    if uniq:
+        parts.append(f"UNIQ_KEY\x01{uniq}\x02")
+    return _checked("".join(parts)), extras
+
+
+def _checked(properties: str) -> str:
+    # A UTF-8 character is at most 3 bytes: only a long string needs encoding to be measured.
+    if len(properties) > MAX_PROPERTIES_LENGTH // 3 and len(properties.encode()) > MAX_PROPERTIES_LENGTH:
+        raise InvalidMessage(f"the message properties length over max value, MAX: {MAX_PROPERTIES_LENGTH}")
+    return properties
+
+
+def _plain_properties(msg: Message, uniq: str) -> str:
+    # message_properties for the common message: no user properties, no delay.
+    tags = msg.tags
+    keys = msg.keys
+    if keys is not None and not isinstance(keys, str):
+        keys = " ".join(keys)
+    wait = "true" if msg.wait_store_msg_ok else "false"
+    if tags:
+        if keys:
+            return f"TAGS\x01{tags}\x02KEYS\x01{keys}\x02WAIT\x01{wait}\x02UNIQ_KEY\x01{uniq}\x02"
+        return f"TAGS\x01{tags}\x02WAIT\x01{wait}\x02UNIQ_KEY\x01{uniq}\x02"
+    if keys:
+        return f"KEYS\x01{keys}\x02WAIT\x01{wait}\x02UNIQ_KEY\x01{uniq}\x02"
+    return f"WAIT\x01{wait}\x02UNIQ_KEY\x01{uniq}\x02"
+
+
+class SendEncoder:
+    """Builds the PreparedSend of messages for one producer (its config folded into constants)."""
+
+    __slots__ = ("_compress_over", "_create_key", "_group", "_level", "_max_size", "_namespace",
+                 "_queue_nums", "_unit", "config", "uniq_keys")
+
+    def __init__(self, config: ProducerConfig, uniq_keys: UniqKeys | None = None) -> None:
+        self.config = config
+        self._group = config.with_namespace(config.producer_group)
+        self._create_key = config.create_topic_key
+        self._queue_nums = str(config.default_topic_queue_nums)
+        self._unit = "true" if config.unit_mode else "false"
+        self._compress_over = config.compress_msg_body_over_howmuch
+        self._level = config.compress_level
+        self._max_size = config.max_message_size
+        self._namespace = config.namespace
+        self.uniq_keys = uniq_keys or UniqKeys(config.client_ip)
+
+    def _header(self, topic: str, sys_flag: int, flag: int, properties: str, batch: bool) -> dict[str, str]:
+        # The V2 keys of SendMessageRequestHeader (see its V2_KEYS), written out directly:
+        # building and encoding the frozen header costs more than the rest of a send.
+        return {
+            "a": self._group,
+            "b": topic if not self._namespace else wrap_namespace(self._namespace, topic),
+            "c": self._create_key,
+            "d": self._queue_nums,
+            "f": "0" if not sys_flag else str(sys_flag),
+            "g": str(int(time.time() * 1000)),
+            "h": "0" if not flag else str(flag),
+            "i": properties,
+            "k": self._unit,
+            "m": "true" if batch else "false",
+        }
+
+    def single(self, msg: Message) -> PreparedSend:
+        """UNIQ_KEY (kept if the message has one), properties, zlib over the size limit."""
+        extras = None
+        if msg.properties or msg.delay_level > 0:
+            uniq = msg.properties.get(PROPERTY_UNIQ_KEY) or self.uniq_keys.next_id()
+            properties, extras = message_properties(msg, uniq)
+        else:
+            uniq = self.uniq_keys.next_id()
+            properties = _checked(_plain_properties(msg, uniq))
+        body = msg.body if type(msg.body) is bytes else bytes(msg.body)
+        sys_flag = 0
+        if len(body) > self._compress_over:
+            body = zlib.compress(body, self._level)
+            sys_flag = _COMPRESSED_ZLIB
+        ext = self._header(msg.topic, sys_flag, msg.flag, properties, False)
+        if extras:
+            ext.update(extras)
+        return PreparedSend(msg.topic, body, ext, uniq)
+
+    def batch(self, msgs: Sequence[Message]) -> PreparedSend:
+        """SEND_BATCH_MESSAGE: every message keeps its own UNIQ_KEY; the header carries the batch's.
+
+        Batches are never compressed (as in RocketMQ); the caller has run ``check_batch``.
+        """
+        ids = self.uniq_keys.next_ids(len(msgs) + 1)
+        batch_id = ids.pop()
+        parts: list[bytes] = []
+        append = parts.append
+        pack_head = _BATCH_HEAD.pack
+        pack_short = _SHORT.pack
+        for i, msg in enumerate(msgs):
+            if msg.properties:
+                uniq = msg.properties.get(PROPERTY_UNIQ_KEY) or ids[i]
+                ids[i] = uniq
+                props = message_properties(msg, uniq)[0].encode()
+            else:
+                props = _checked(_plain_properties(msg, ids[i])).encode()
+            body = msg.body
+            blen = len(body)
+            append(pack_head(_BATCH_FIXED + blen + len(props), 0, 0, msg.flag, blen))
+            append(body if type(body) is bytes else bytes(body))
+            append(pack_short(len(props)))
+            append(props)
+        data = b"".join(parts)
+        if len(data) > self._max_size:
+            raise InvalidMessage(f"the message body size over max value, MAX: {self._max_size}")
+        first = msgs[0]
+        wait = "true" if first.wait_store_msg_ok else "false"
+        header_props = f"WAIT\x01{wait}\x02UNIQ_KEY\x01{batch_id}\x02"
+        ext = self._header(first.topic, 0, 0, header_props, True)
+        return PreparedSend(first.topic, data, ext, ",".join(ids), batch=True)

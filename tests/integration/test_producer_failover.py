@@ -1,0 +1,132 @@
+"""Producer retries and failover with real processes: one name server, two brokers.
+
+When a broker is killed (SIGKILL) the producer's cached route still names it; every send that
+picks one of its queues must fail over to the other broker within the send timeout, with and
+without the latency fault strategy. Also: a topic no broker knows, with auto-create off, is a
+typed error at the call.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tests.harness import ManagedProcess, rocketq_command, server_available, start_process, unique_name
+from tests.wire import create_topic, get_route, wait_until
+
+from rocketq.aio import Producer
+from rocketq.client.message import Message, SendStatus
+from rocketq.errors import RemotingError, TopicRouteNotFound
+from rocketq.remoting import RemotingClient
+
+_ok, _why = server_available()
+pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(not _ok, reason=_why)]
+
+NAMESRV_READY = re.compile(r"^READY namesrv=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
+BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
+SMALL_STORE = ("--set", "mappedFileSizeCommitLog=1048576", "--set", "maxHashSlotNum=4000",
+               "--set", "maxIndexNum=16000")
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    name: str
+    addr: str
+    proc: ManagedProcess
+
+
+def _start(tmp_path: Path, name: str, args: list[str], ready: re.Pattern[str]) -> Server:
+    proc = start_process([*rocketq_command(), *args], name=name, log_dir=tmp_path / "logs")
+    try:
+        match = proc.wait_for(ready, 30.0)
+    except BaseException:
+        proc.stop(grace=2.0)
+        raise
+    return Server(name, match["addr"], proc)
+
+
+def _broker(tmp_path: Path, name: str, namesrv: str, *extra: str) -> Server:
+    return _start(tmp_path, name, [
+        "broker", "--data-dir", str(tmp_path / name), "--broker-port", "0", "-n", namesrv,
+        "--set", f"brokerName={name}", *SMALL_STORE, *extra,
+    ], BROKER_READY)
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[list[Server]]:
+    """[name server, broker-a, broker-b]."""
+    started: list[Server] = []
+    try:
+        ns = _start(tmp_path, "namesrv", ["namesrv", "--data-dir", str(tmp_path / "ns"),
+                                          "--namesrv-port", "0"], NAMESRV_READY)
+        started.append(ns)
+        started.append(_broker(tmp_path, "broker-a", ns.addr))
+        started.append(_broker(tmp_path, "broker-b", ns.addr))
+        yield started
+    finally:
+        for server in reversed(started):
+            server.proc.stop(grace=10.0)
+
+
+async def create_on_both(servers: list[Server], topic: str) -> None:
+    """The topic on both brokers (4 queues each), and the name server's route says so."""
+    ns, *brokers = servers
+    async with RemotingClient() as client:
+        for broker in brokers:
+            assert (await create_topic(client, broker.addr, topic)).code == 0
+
+        async def both_listed() -> bool:
+            route = await get_route(client, ns.addr, topic)
+            return route is not None and len(route.queue_datas) == 2
+
+        await wait_until(both_listed, timeout=10)
+
+
+@pytest.mark.parametrize("fault_enable", [False, True], ids=["plain", "latency-fault"])
+async def test_sends_fail_over_when_a_broker_dies(servers: list[Server], fault_enable: bool) -> None:
+    ns, _, broker_b = servers
+    topic = unique_name("FailoverT")
+    await create_on_both(servers, topic)
+    async with Producer(unique_name("PG"), namesrv_addr=ns.addr, send_msg_timeout=5000,
+                        send_latency_fault_enable=fault_enable) as p:
+        before = [await p.send(Message(topic, b"before-%d" % i)) for i in range(16)]
+        assert {r.message_queue.broker_name for r in before} == {"broker-a", "broker-b"}
+        broker_b.proc.kill()
+        started = time.monotonic()
+        after = [await p.send(Message(topic, b"after-%d" % i)) for i in range(24)]
+        elapsed = time.monotonic() - started
+        assert all(r.status is SendStatus.SEND_OK for r in after)
+        assert {r.message_queue.broker_name for r in after} == {"broker-a"}
+        assert elapsed < 10, f"failover took {elapsed:.1f} s for 24 sends"
+        if fault_enable:
+            # broker-b is isolated after its first failure: later sends do not even try it
+            assert not p.fault_strategy.tolerance.is_available("broker-b")
+        async_results = [p.send_async(Message(topic, b"async-%d" % i)) for i in range(24)]
+        for fut in async_results:
+            assert (await fut).message_queue.broker_name == "broker-a"
+        # a fixed queue is never retried elsewhere: the transport error comes through
+        b_queue = next(r.message_queue for r in before if r.message_queue.broker_name == "broker-b")
+        with pytest.raises(RemotingError):
+            await p.send(Message(topic, b"x"), queue=b_queue)
+
+
+async def test_unknown_topic_without_auto_create(tmp_path: Path) -> None:
+    ns = _start(tmp_path, "namesrv", ["namesrv", "--data-dir", str(tmp_path / "ns"), "--namesrv-port", "0"],
+                NAMESRV_READY)
+    try:
+        broker = _broker(tmp_path, "broker-a", ns.addr, "--set", "autoCreateTopicEnable=false")
+        try:
+            async with Producer(unique_name("PG"), namesrv_addr=ns.addr) as p:
+                with pytest.raises(TopicRouteNotFound):
+                    await p.send(Message(unique_name("NoSuchTopic"), b"x"))
+                fut = p.send_async(Message(unique_name("NoSuchTopic"), b"x"))
+                with pytest.raises(TopicRouteNotFound):
+                    await fut
+        finally:
+            broker.proc.stop()
+    finally:
+        ns.proc.stop()
