@@ -1,0 +1,370 @@
+"""What the connector asks of a RocketMQ cluster, as blocking calls for Spark's Python code.
+
+Routes, offsets and offset commits go through the client SDK's ``MQClientAPI``; pulls and batch
+sends are issued here directly on its ``RemotingClient`` because the connector wants the raw
+answer bodies (the bulk Arrow decoder reads the stored records itself) and batch bodies built
+in bulk, not per-message objects. Spark calls are synchronous, so a ``BrokerSession`` owns a
+private event loop and runs each operation to completion on it; every call has a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from rocketq.client.api import MQClientAPI
+from rocketq.client.config import ClientConfig
+from rocketq.codec.bodies import MessageQueue, TopicList, TopicRouteData
+from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.command import RemotingCommand
+from rocketq.codec.headers import BoundaryType, SendMessageRequestHeader, UpdateConsumerOffsetRequestHeader
+from rocketq.errors import RemotingError, RocketQError, TopicNotExist, for_code
+from rocketq.remoting import RemotingClient, new_event_loop
+from rocketq.spark.errors import SourceUnavailableError, SparkOptionError
+
+log = logging.getLogger("rocketq.spark")
+
+T = TypeVar("T")
+
+PERM_READ = 4
+PERM_WRITE = 2
+MASTER_ID = 0
+PULL_FLAG_SUBSCRIPTION = 0x4
+SEND_OK_CODES = frozenset({0, 10, 11, 12})  # SEND_OK, FLUSH_DISK/SLAVE timeouts, SLAVE_NOT_AVAILABLE
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class QueueRef:
+    """One message queue as the connector plans it: (topic, broker name, queue id) + address."""
+
+    topic: str
+    broker: str
+    queue_id: int
+    addr: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.topic, self.broker, self.queue_id)
+
+
+@dataclass(frozen=True, slots=True)
+class PullChunk:
+    """Raw records of one queue, covering offsets [low, covered_to) (filtered ones omitted)."""
+
+    bodies: tuple[bytes | memoryview, ...]
+    low: int
+    covered_to: int
+
+
+class BrokerSession:
+    """A name-server-backed connection set with blocking methods; close() when done."""
+
+    def __init__(self, namesrv: str, *, timeout: float = 5.0, group: str = "rocketq-spark") -> None:
+        if not namesrv or not namesrv.strip():
+            raise SparkOptionError("namesrv", "the name server address is required (host:port[;host:port])")
+        self.namesrv = namesrv
+        self.timeout = timeout
+        self.group = group
+        self._loop = new_event_loop()
+        config = ClientConfig(namesrv_addr=namesrv, connect_timeout_millis=int(timeout * 1000),
+                              mq_client_api_timeout=int(timeout * 1000))
+        self._remoting = RemotingClient(connect_timeout=min(timeout, 3.0))
+        self.api = MQClientAPI(self._remoting, config)
+        self.api.update_name_server_address_list(namesrv)
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def run(self, coro: Any, timeout: float | None = None) -> Any:
+        """Run ``coro`` on the private loop with a deadline (never hangs a Spark task)."""
+        limit = self.timeout * 4 if timeout is None else timeout
+        return self._loop.run_until_complete(asyncio.wait_for(coro, limit))
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        try:
+            self._loop.run_until_complete(self._remoting.close())
+        finally:
+            self._loop.close()
+
+    def __enter__(self) -> BrokerSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _namesrv_error(self, e: Exception) -> SourceUnavailableError:
+        return SourceUnavailableError(f"option 'namesrv': name server {self.namesrv} is unreachable: {e}")
+
+    # -- routes ----------------------------------------------------------------------------------
+
+    def route(self, topic: str) -> TopicRouteData | None:
+        """The topic's route, None when the name server does not know the topic."""
+        try:
+            return self.run(self.api.get_topic_route_info_from_name_server(topic, self.timeout))
+        except TopicNotExist:
+            return None
+        except (RemotingError, TimeoutError) as e:
+            raise self._namesrv_error(e) from None
+
+    def all_topics(self) -> list[str]:
+        request = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        try:
+            response = self.run(self.api.invoke_namesrv(request, self.timeout))
+        except (RemotingError, TimeoutError) as e:
+            raise self._namesrv_error(e) from None
+        if response.code != ResponseCode.SUCCESS:
+            raise for_code(response.code, response.remark)
+        return sorted(TopicList.from_json(response.body_bytes()).topic_list)
+
+    def resolve_topics(self, topics: Sequence[str] | None, pattern: str | None) -> list[str]:
+        if pattern is not None:
+            rx = re.compile(pattern)
+            return [t for t in self.all_topics() if rx.fullmatch(t)]
+        return list(topics or ())
+
+    def queues(self, topic: str, *, writable: bool = False) -> list[QueueRef]:
+        """The topic's readable (or writable) queues on master brokers, sorted."""
+        route = self.route(topic)
+        if route is None:
+            return []
+        addrs = {b.broker_name: b.broker_addrs.get(MASTER_ID) for b in route.broker_datas}
+        out: list[QueueRef] = []
+        for qd in route.queue_datas:
+            addr = addrs.get(qd.broker_name)
+            if not addr:
+                continue
+            if writable:
+                if qd.perm & PERM_WRITE:
+                    out.extend(QueueRef(topic, qd.broker_name, q, addr) for q in range(qd.write_queue_nums))
+            elif qd.perm & PERM_READ:
+                out.extend(QueueRef(topic, qd.broker_name, q, addr) for q in range(qd.read_queue_nums))
+        return sorted(out)
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    def _gather(self, refs: Sequence[QueueRef], fn: Callable[[QueueRef], Any]) -> dict[QueueRef, int]:
+        async def all_of() -> list[int]:
+            return list(await asyncio.gather(*(fn(r) for r in refs)))
+
+        try:
+            values = self.run(all_of())
+        except (RemotingError, TimeoutError) as e:
+            raise SourceUnavailableError(f"broker unreachable while reading offsets: {e}") from None
+        return dict(zip(refs, values, strict=True))
+
+    def max_offsets(self, refs: Sequence[QueueRef]) -> dict[QueueRef, int]:
+        return self._gather(refs, lambda r: self.api.get_max_offset(
+            r.addr, MessageQueue(r.topic, r.broker, r.queue_id), self.timeout))
+
+    def min_offsets(self, refs: Sequence[QueueRef]) -> dict[QueueRef, int]:
+        return self._gather(refs, lambda r: self.api.get_min_offset(
+            r.addr, MessageQueue(r.topic, r.broker, r.queue_id), self.timeout))
+
+    def offsets_for_time(self, refs: Sequence[QueueRef], timestamp_ms: int) -> dict[QueueRef, int]:
+        """First offset stored at or after ``timestamp_ms`` per queue (SEARCH_OFFSET_BY_TIMESTAMP)."""
+        return self._gather(refs, lambda r: self.api.search_offset(
+            r.addr, MessageQueue(r.topic, r.broker, r.queue_id), timestamp_ms, self.timeout,
+            BoundaryType.LOWER))
+
+    def commit_offsets(self, group: str, offsets: dict[QueueRef, int]) -> None:
+        """Store ``offsets`` (next message to consume) for ``group`` (UPDATE_CONSUMER_OFFSET)."""
+        async def all_of() -> None:
+            await asyncio.gather(*(
+                self.api.update_consumer_offset(
+                    r.addr, UpdateConsumerOffsetRequestHeader(group, r.topic, r.queue_id, off), self.timeout)
+                for r, off in offsets.items()
+            ))
+
+        self.run(all_of())
+
+    # -- pull ------------------------------------------------------------------------------------
+
+    async def _pull(self, ref: QueueRef, offset: int, max_nums: int, subscription: str) -> RemotingCommand:
+        ext = {
+            "consumerGroup": self.group, "topic": ref.topic, "queueId": str(ref.queue_id),
+            "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": str(PULL_FLAG_SUBSCRIPTION),
+            "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": subscription,
+            "subVersion": "0", "expressionType": "TAG", "bname": ref.broker,
+        }
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+        return await self._remoting.invoke(ref.addr, request, self.timeout)
+
+    def pull_range(
+        self,
+        ref: QueueRef,
+        start: int,
+        end: int,
+        *,
+        subscription: str = "*",
+        chunk_bytes: int = 8 << 20,
+        window: int = 8,
+        batch: int = 256,
+        on_loss: Callable[[QueueRef, int, int], None] | None = None,
+    ) -> Iterator[PullChunk]:
+        """Raw records of ``ref`` in [start, end), about ``chunk_bytes`` per chunk, in order.
+
+        Without a tag filter, ``window`` pulls are in flight at consecutive offsets; the broker
+        caps each answer (maxTransferCountOnMessageInMemory), so the step adapts to what the
+        first answers carry and gaps are re-requested. With a filter, pulls are sequential
+        because the broker's nextBeginOffset is the only safe next offset.
+        """
+        state = _PullState(self, ref, start, end, subscription, window if subscription == "*" else 1, batch,
+                           on_loss)
+        while not state.done:
+            chunk = self.run(state.fill(chunk_bytes), timeout=self.timeout * 6)
+            if chunk.bodies or chunk.covered_to > chunk.low:
+                yield chunk
+        state.cancel()
+
+    # -- send ------------------------------------------------------------------------------------
+
+    def send_batches(
+        self,
+        requests: Iterable[tuple[QueueRef, bytes | memoryview, int]],
+        *,
+        producer_group: str,
+        window: int = 8,
+    ) -> int:
+        """Send (queue, batch body, message count) items with ``window`` in flight; returns the
+        number of messages acknowledged. Raises on the first failed batch (at-least-once: the
+        Spark task retries and may resend batches that were already stored)."""
+
+        async def run_all() -> int:
+            sent = 0
+            inflight: set[asyncio.Task[int]] = set()
+            for ref, body, count in requests:
+                if len(inflight) >= window:
+                    done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                    sent += sum(t.result() for t in done)
+                inflight.add(asyncio.ensure_future(self._send_one(ref, body, count, producer_group)))
+            if inflight:
+                done, _ = await asyncio.wait(inflight)
+                sent += sum(t.result() for t in done)
+            return sent
+
+        try:
+            return int(self._loop.run_until_complete(run_all()))
+        except (RemotingError, TimeoutError) as e:
+            raise SourceUnavailableError(f"send failed: {e}") from None
+
+    async def _send_one(self, ref: QueueRef, body: bytes | memoryview, count: int, group: str) -> int:
+        header = SendMessageRequestHeader(
+            producer_group=group, topic=ref.topic, default_topic="TBW102", default_topic_queue_nums=4,
+            queue_id=ref.queue_id, sys_flag=0, born_timestamp=_now_ms(), flag=0, properties="",
+            reconsume_times=0, unit_mode=False, batch=True, broker_name=ref.broker,
+        )
+        request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header.to_ext_v2(), body)
+        response = await self._remoting.invoke(ref.addr, request, self.timeout * 2)
+        if response.code not in SEND_OK_CODES:
+            raise for_code(response.code, f"send to {ref.broker}/{ref.topic}/{ref.queue_id} failed: "
+                                          f"{response.remark}")
+        return count
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+class _PullState:
+    """The in-flight pulls of one queue range (see ``BrokerSession.pull_range``)."""
+
+    def __init__(self, session: BrokerSession, ref: QueueRef, start: int, end: int, subscription: str,
+                 window: int, batch: int, on_loss: Callable[[QueueRef, int, int], None] | None) -> None:
+        self.s = session
+        self.ref = ref
+        self.end = end
+        self.sub = subscription
+        self.window = window
+        self.step = batch
+        self.step_known = window == 1
+        self.on_loss = on_loss
+        self.cursor = start
+        self.next_issue = start
+        self.pending: deque[tuple[int, int, asyncio.Task[RemotingCommand]]] = deque()
+        self.done = start >= end
+
+    def _issue(self, offset: int, count: int, front: bool = False) -> None:
+        task = asyncio.ensure_future(self.s._pull(self.ref, offset, count, self.sub))
+        if front:
+            self.pending.appendleft((offset, count, task))
+        else:
+            self.pending.append((offset, count, task))
+
+    async def fill(self, chunk_bytes: int) -> PullChunk:
+        bodies: list[bytes | memoryview] = []
+        size = 0
+        low = self.cursor
+        while not self.done and size < chunk_bytes:
+            limit = self.window if self.step_known else 1
+            while len(self.pending) < limit and self.next_issue < self.end:
+                n = min(self.step, self.end - self.next_issue)
+                self._issue(self.next_issue, n)
+                self.next_issue += n
+            if not self.pending:
+                self.done = self.cursor >= self.end
+                if not self.done:  # a gap was covered by a skip: restart issuing from the cursor
+                    self.next_issue = self.cursor
+                continue
+            offset, count, task = self.pending.popleft()
+            response = await task
+            if offset + count <= self.cursor:
+                continue  # already skipped past (data loss handling)
+            code = response.code
+            ext = response.ext_fields or {}
+            nxt = int(ext.get("nextBeginOffset", offset))
+            if code == ResponseCode.SUCCESS:
+                body = response.body
+                bodies.append(body)
+                size += len(body)
+                if not self.step_known:
+                    got = nxt - offset
+                    if 0 < got < count:
+                        self.step = got
+                    self.step_known = True
+                covered = nxt
+            elif code == ResponseCode.PULL_RETRY_IMMEDIATELY:
+                covered = nxt
+            elif code == ResponseCode.PULL_NOT_FOUND:
+                covered = self.end  # nothing at this offset yet: the queue ends before the plan
+            elif code == ResponseCode.PULL_OFFSET_MOVED:
+                if nxt > offset:
+                    if self.on_loss is not None:
+                        self.on_loss(self.ref, offset, nxt)
+                    covered = nxt
+                else:
+                    covered = self.end
+            elif code == ResponseCode.TOPIC_NOT_EXIST:
+                if self.on_loss is not None:
+                    self.on_loss(self.ref, offset, self.end)
+                covered = self.end
+            else:
+                raise for_code(code, f"pull {self.ref.topic}/{self.ref.broker}/{self.ref.queue_id}@{offset} "
+                                     f"failed: {response.remark}")
+            if covered <= offset:
+                covered = offset + 1 if code == ResponseCode.SUCCESS else self.end
+            self.cursor = max(self.cursor, min(covered, self.end))
+            if self.cursor >= self.end:
+                self.done = True
+                break
+            if self.cursor < offset + count:
+                # The broker answered fewer than asked: re-request the rest before what follows.
+                self._issue(self.cursor, offset + count - self.cursor, front=True)
+            elif self.cursor > self.next_issue:
+                self.next_issue = self.cursor
+        return PullChunk(tuple(bodies), low, self.cursor)
+
+    def cancel(self) -> None:
+        for _, _, task in self.pending:
+            task.cancel()
+        self.pending.clear()
+
+
+__all__ = ["BrokerSession", "PullChunk", "QueueRef", "RocketQError"]

@@ -1,0 +1,284 @@
+"""The options of the "rocketq" format, validated once on the driver at load()/start().
+
+Spark hands options over as a case-insensitive map of strings; every key is checked against the
+list below (an unknown key is an error that names it, never silence) and parsed into frozen
+values that travel to the executors.
+
+Offsets JSON (startingOffsets / endingOffsets), per topic, broker and queue::
+
+    {"TopicA": {"broker-a": {"0": 23, "1": -2}}, "TopicB": {"broker-a": {"0": -1}}}
+
+with -2 meaning earliest and -1 latest (Spark's Kafka source uses the same two numbers).
+Queues left out start at earliest and end at latest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from rocketq.spark.errors import SparkOptionError
+
+EARLIEST: Final = -2
+LATEST: Final = -1
+
+# Spark itself adds these (load(path), writeStream's checkpoint); they are not ours to reject.
+_SPARK_KEYS: Final = frozenset({"path", "checkpointlocation", "__checkpointlocation"})
+
+READ_KEYS: Final = {
+    "namesrv": "name server list host:port[;host:port] (or option path)",
+    "path": "a broker's data/store directory, read without a broker",
+    "topic": "topic name, or a comma-separated list",
+    "topicpattern": "regular expression over all topic names",
+    "subexpression": "tag filter, '*' or 'TagA || TagB'",
+    "startingoffsets": "earliest | latest | offsets JSON",
+    "endingoffsets": "latest | offsets JSON (batch only)",
+    "startingtimestamp": "ms since epoch; start at the first message stored at or after it",
+    "endingtimestamp": "ms since epoch; stop before the first message stored at or after it",
+    "failondataloss": "true | false",
+    "minpartitions": "split queue ranges until there are at least this many partitions",
+    "maxrecordsperpartition": "split queue ranges larger than this",
+    "maxoffsetspertrigger": "streaming: messages per micro-batch over all queues",
+    "consumergroup": "group name used in pulls; streaming commits its offsets to the broker",
+    "brokername": "path reads: the broker column (default: the host name)",
+    "pullbatchsize": "messages asked per pull request",
+    "pullwindow": "pull requests in flight per queue",
+    "timeoutms": "deadline of each broker / name server call",
+}
+
+WRITE_KEYS: Final = {
+    "namesrv": "name server list host:port[;host:port]",
+    "topic": "destination topic when the data has no topic column",
+    "producergroup": "producer group of the sends",
+    "queuekeycolumn": "column whose value picks the queue (same value -> same queue)",
+    "batchsize": "messages per SEND_BATCH_MESSAGE request",
+    "sendwindow": "batch requests in flight per task",
+    "timeoutms": "deadline of each send",
+}
+
+_TAG_RE: Final = re.compile(r"\s*\|\|\s*")
+_CANONICAL: Final = {k.lower(): k for k in (
+    "namesrv", "path", "topic", "topicPattern", "subExpression", "startingOffsets", "endingOffsets",
+    "startingTimestamp", "endingTimestamp", "failOnDataLoss", "minPartitions", "maxRecordsPerPartition",
+    "maxOffsetsPerTrigger", "consumerGroup", "brokerName", "pullBatchSize", "pullWindow", "timeoutMs",
+    "producerGroup", "queueKeyColumn", "batchSize", "sendWindow")}
+
+
+def _name(key: str) -> str:
+    return _CANONICAL.get(key, key)
+
+
+def _check_keys(options: Mapping[str, str], known: Mapping[str, str]) -> None:
+    for key in options:
+        k = key.lower()
+        if k not in known and k not in _SPARK_KEYS:
+            raise SparkOptionError(key, f"unknown option; known options are {', '.join(sorted(known))}")
+
+
+def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int = 0) -> int | None:
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise SparkOptionError(_name(key), f"expected an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SparkOptionError(_name(key), f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise SparkOptionError(_name(key), f"expected true or false, got {raw!r}")
+    return text == "true"
+
+
+OffsetMap = dict[tuple[str, str, int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSpec:
+    """earliest, latest, or explicit offsets per (topic, broker, queue) with defaults for others."""
+
+    default: int  # EARLIEST or LATEST
+    explicit: tuple[tuple[tuple[str, str, int], int], ...] = ()
+
+    def get(self, key: tuple[str, str, int]) -> int:
+        return dict(self.explicit).get(key, self.default)
+
+
+def parse_offsets(option: str, raw: str | None, default: int, *, allow_earliest: bool = True) -> OffsetSpec:
+    if raw is None or raw.strip() == "":
+        return OffsetSpec(default)
+    text = raw.strip()
+    if text.lower() == "earliest":
+        if not allow_earliest:
+            raise SparkOptionError(option, "earliest is not allowed here")
+        return OffsetSpec(EARLIEST)
+    if text.lower() == "latest":
+        return OffsetSpec(LATEST)
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise SparkOptionError(option, f"expected earliest, latest or offsets JSON; bad JSON: {e}") from None
+    return OffsetSpec(default, tuple(sorted(offsets_from_json(option, doc).items())))
+
+
+def offsets_from_json(option: str, doc: object) -> OffsetMap:
+    """{"topic": {"broker": {"qid": offset}}} -> {(topic, broker, qid): offset}."""
+    shape = 'expected {"topic": {"broker": {"queueId": offset, ...}}}'
+    if not isinstance(doc, dict):
+        raise SparkOptionError(option, shape)
+    out: OffsetMap = {}
+    for topic, brokers in doc.items():
+        if not isinstance(brokers, dict):
+            raise SparkOptionError(option, f"{shape}; topic {topic!r} maps to {brokers!r}")
+        for broker, queues in brokers.items():
+            if not isinstance(queues, dict):
+                raise SparkOptionError(option, f"{shape}; broker {broker!r} maps to {queues!r}")
+            for qid, off in queues.items():
+                try:
+                    q = int(qid)
+                except (TypeError, ValueError):
+                    raise SparkOptionError(option, f"queue id {qid!r} is not an integer") from None
+                if isinstance(off, bool) or not isinstance(off, int) or off < EARLIEST:
+                    raise SparkOptionError(option, f"offset of {topic}/{broker}/{qid} must be an integer "
+                                                   f">= -2, got {off!r}")
+                out[(str(topic), str(broker), q)] = off
+    return out
+
+
+def offsets_to_json(offsets: Mapping[tuple[str, str, int], int]) -> dict[str, dict[str, dict[str, int]]]:
+    doc: dict[str, dict[str, dict[str, int]]] = {}
+    for (topic, broker, qid), off in sorted(offsets.items()):
+        doc.setdefault(topic, {}).setdefault(broker, {})[str(qid)] = int(off)
+    return doc
+
+
+def parse_tags(expression: str) -> tuple[str, ...] | None:
+    """None for '*' (everything), else the tags of 'A || B'."""
+    text = expression.strip()
+    if text in ("", "*"):
+        return None
+    tags = tuple(t for t in _TAG_RE.split(text) if t)
+    if not tags or any(not t.strip() or "|" in t for t in tags):
+        raise SparkOptionError("subExpression", f"bad tag expression {expression!r}; use '*' or 'A || B'")
+    return tuple(t.strip() for t in tags)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    namesrv: str | None
+    path: str | None
+    topics: tuple[str, ...]
+    topic_pattern: str | None
+    sub_expression: str
+    tags: tuple[str, ...] | None
+    starting: OffsetSpec
+    ending: OffsetSpec
+    starting_timestamp: int | None
+    ending_timestamp: int | None
+    fail_on_data_loss: bool
+    min_partitions: int | None
+    max_records_per_partition: int
+    max_offsets_per_trigger: int | None
+    consumer_group: str | None
+    broker_name: str | None
+    pull_batch_size: int
+    pull_window: int
+    timeout_ms: int
+
+    @property
+    def group(self) -> str:
+        return self.consumer_group or "rocketq-spark"
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
+        opts = {k.lower(): v for k, v in options.items()}
+        _check_keys(opts, READ_KEYS)
+        namesrv = (opts.get("namesrv") or "").strip() or None
+        path = (opts.get("path") or "").strip() or None
+        if namesrv is None and path is None:
+            raise SparkOptionError("namesrv", "set namesrv (host:port) or path (a store directory)")
+        if namesrv is not None and path is not None:
+            raise SparkOptionError("path", "set either namesrv or path, not both")
+        topic_raw = (opts.get("topic") or "").strip()
+        pattern = (opts.get("topicpattern") or "").strip() or None
+        if bool(topic_raw) == bool(pattern):
+            raise SparkOptionError("topic", "set exactly one of topic (name or comma-separated list) "
+                                            "and topicPattern")
+        topics = tuple(t.strip() for t in topic_raw.split(",") if t.strip())
+        if topic_raw and not topics:
+            raise SparkOptionError("topic", f"no topic in {topic_raw!r}")
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise SparkOptionError("topicPattern", f"bad regular expression: {e}") from None
+        sub = opts.get("subexpression") or "*"
+        if streaming and opts.get("endingoffsets"):
+            raise SparkOptionError("endingOffsets", "not supported by a streaming query")
+        if streaming and opts.get("endingtimestamp"):
+            raise SparkOptionError("endingTimestamp", "not supported by a streaming query")
+        starting = parse_offsets("startingOffsets", opts.get("startingoffsets"),
+                                 LATEST if streaming else EARLIEST)
+        ending = parse_offsets("endingOffsets", opts.get("endingoffsets"), LATEST, allow_earliest=False)
+        if not streaming and starting.default == LATEST and not starting.explicit:
+            raise SparkOptionError("startingOffsets", "latest is not allowed for a batch query")
+        return cls(
+            namesrv=namesrv,
+            path=path,
+            topics=topics,
+            topic_pattern=pattern,
+            sub_expression=sub,
+            tags=parse_tags(sub),
+            starting=starting,
+            ending=ending,
+            starting_timestamp=_int(opts, "startingtimestamp", None),
+            ending_timestamp=_int(opts, "endingtimestamp", None),
+            fail_on_data_loss=_bool(opts, "failondataloss", True),
+            min_partitions=_int(opts, "minpartitions", None, 1),
+            max_records_per_partition=_int(opts, "maxrecordsperpartition", 2_000_000, 1) or 2_000_000,
+            max_offsets_per_trigger=_int(opts, "maxoffsetspertrigger", None, 1),
+            consumer_group=(opts.get("consumergroup") or "").strip() or None,
+            broker_name=(opts.get("brokername") or "").strip() or None,
+            pull_batch_size=_int(opts, "pullbatchsize", 1024, 1) or 1024,
+            pull_window=_int(opts, "pullwindow", 8, 1) or 8,
+            timeout_ms=_int(opts, "timeoutms", 5000, 100) or 5000,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    namesrv: str
+    topic: str | None
+    producer_group: str
+    queue_key_column: str | None
+    batch_size: int
+    send_window: int
+    timeout_ms: int
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> WriteOptions:
+        opts = {k.lower(): v for k, v in options.items()}
+        _check_keys(opts, WRITE_KEYS)
+        namesrv = (opts.get("namesrv") or "").strip()
+        if not namesrv:
+            raise SparkOptionError("namesrv", "the name server address is required (host:port)")
+        return cls(
+            namesrv=namesrv,
+            topic=(opts.get("topic") or "").strip() or None,
+            producer_group=(opts.get("producergroup") or "").strip() or "rocketq-spark-producer",
+            queue_key_column=(opts.get("queuekeycolumn") or "").strip() or None,
+            batch_size=_int(opts, "batchsize", 512, 1) or 512,
+            send_window=_int(opts, "sendwindow", 8, 1) or 8,
+            timeout_ms=_int(opts, "timeoutms", 5000, 100) or 5000,
+        )

@@ -1,0 +1,258 @@
+"""Batch and streaming readers of the "rocketq" format.
+
+The driver plans offsets (``planning``); each Spark partition is one queue and offset range,
+read on an executor with its own connection (or straight from the store files with
+``path``) and returned as Arrow RecordBatches built in bulk (``_decode``).
+
+Streaming offsets are ``{"topic": {"broker": {"queueId": next offset}}}``; Spark checkpoints them,
+so a restarted query resumes exactly after the last committed micro-batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from rocketq.spark._broker import BrokerSession, QueueRef
+from rocketq.spark._decode import as_u8, locate, record_starts, to_record_batch
+from rocketq.spark.errors import DataLossError
+from rocketq.spark.options import ReadOptions, offsets_to_json
+from rocketq.spark.planning import QueueRange, Source, discover, plan_batch, rate_limit, split
+from rocketq.spark.schema import RowSchema
+from rocketq.spark.store_reader import StoreDirectory
+
+log = logging.getLogger("rocketq.spark")
+
+Key = tuple[str, str, int]
+
+
+class RocketQPartition(InputPartition):
+    """One queue range; picklable (it travels to an executor)."""
+
+    def __init__(self, topic: str, broker: str, addr: str, queue_id: int, start: int, end: int) -> None:
+        super().__init__((topic, broker, queue_id, start, end))
+        self.topic = topic
+        self.broker = broker
+        self.addr = addr
+        self.queue_id = queue_id
+        self.start = start
+        self.end = end
+
+    @classmethod
+    def of(cls, r: QueueRange) -> RocketQPartition:
+        return cls(r.ref.topic, r.ref.broker, r.ref.addr, r.ref.queue_id, r.start, r.end)
+
+    @property
+    def ref(self) -> QueueRef:
+        return QueueRef(self.topic, self.broker, self.queue_id, self.addr)
+
+
+def open_source(opts: ReadOptions) -> Source:
+    if opts.path is not None:
+        return StoreDirectory(opts.path, opts.broker_name)
+    return BrokerSession(opts.namesrv or "", timeout=opts.timeout_ms / 1000, group=opts.group)
+
+
+def close_source(source: Source) -> None:
+    if isinstance(source, BrokerSession):
+        source.close()
+
+
+def _loss_handler(opts: ReadOptions) -> Any:
+    def on_loss(ref: QueueRef, lo: int, hi: int) -> None:
+        text = f"{ref.topic}/{ref.broker}/{ref.queue_id}: offsets [{lo}, {hi}) are no longer available"
+        if opts.fail_on_data_loss:
+            raise DataLossError(f"{text}; set failOnDataLoss=false to skip them")
+        log.warning("%s, skipping them", text)
+
+    return on_loss
+
+
+def read_partition(opts: ReadOptions, schema: RowSchema, part: RocketQPartition) -> Iterator[pa.RecordBatch]:
+    """The rows of one partition, as RecordBatches of at most ~64k rows."""
+    ref = part.ref
+    on_loss = _loss_handler(opts)
+    if opts.path is not None:
+        store = StoreDirectory(opts.path, opts.broker_name)
+        yield from store.read(ref, part.start, part.end, schema, tags=opts.tags, on_loss=on_loss)
+        return
+    session = BrokerSession(opts.namesrv or "", timeout=opts.timeout_ms / 1000, group=opts.group)
+    try:
+        last = part.start - 1
+        for chunk in session.pull_range(ref, part.start, part.end, subscription=opts.sub_expression,
+                                        window=opts.pull_window, batch=opts.pull_batch_size, on_loss=on_loss):
+            if not chunk.bodies:
+                continue
+            buf = chunk.bodies[0] if len(chunk.bodies) == 1 else b"".join(chunk.bodies)
+            u8 = as_u8(buf)
+            starts = np.array(record_starts(buf), dtype=np.int64)
+            lay = locate(u8, starts)
+            if lay.n == 0:
+                continue
+            offsets = lay.queue_offset
+            # Rows outside the range (a filtered pull scans past the end) or repeated after a
+            # gap re-request are dropped here, so each offset is produced once, in order.
+            prev = np.maximum.accumulate(np.concatenate(([last], offsets[:-1])))
+            keep = (offsets >= part.start) & (offsets < part.end) & (offsets > prev)
+            last = max(last, int(offsets.max()))
+            batch = to_record_batch(lay, schema, broker=ref.broker, topic=ref.topic, tags_filter=opts.tags)
+            if not keep.all():
+                if opts.tags is not None:  # rows were already filtered by tag: recompute on them
+                    qo = batch.column(schema.names.index("queue_offset")).to_numpy() \
+                        if "queue_offset" in schema.names else None
+                    if qo is not None:
+                        batch = batch.filter(pa.array((qo >= part.start) & (qo < part.end)))
+                else:
+                    batch = batch.filter(pa.array(keep))
+            if batch.num_rows:
+                yield batch
+    finally:
+        session.close()
+
+
+class RocketQBatchReader(DataSourceReader):
+    def __init__(self, opts: ReadOptions, schema: RowSchema) -> None:
+        self.opts = opts
+        self.schema = schema
+
+    def partitions(self) -> list[RocketQPartition]:
+        source = open_source(self.opts)
+        try:
+            ranges = plan_batch(source, self.opts)
+        finally:
+            close_source(source)
+        log.info("rocketq batch read: %d partitions, %d messages", len(ranges), sum(r.size for r in ranges))
+        return [RocketQPartition.of(r) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RocketQPartition)
+        yield from read_partition(self.opts, self.schema, partition)
+
+
+def _flatten(doc: dict[str, Any]) -> dict[Key, int]:
+    out: dict[Key, int] = {}
+    for topic, brokers in doc.items():
+        for broker, queues in brokers.items():
+            for qid, off in queues.items():
+                out[(topic, broker, int(qid))] = int(off)
+    return out
+
+
+class RocketQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader: offsets per (topic, broker, queue), read limits, availableNow."""
+
+    def __init__(self, opts: ReadOptions, schema: RowSchema) -> None:
+        self.opts = opts
+        self.schema = schema
+        self._source: Source | None = None
+        self._addrs: dict[Key, str] = {}
+        self._target: dict[Key, int] | None = None  # availableNow: never read past this
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_source"] = None
+        return state
+
+    def _src(self) -> Source:
+        if self._source is None:
+            self._source = open_source(self.opts)
+        return self._source
+
+    def _queues(self) -> list[QueueRef]:
+        refs = discover(self._src(), self.opts, strict=False)
+        for r in refs:
+            self._addrs[r.key] = r.addr
+        return refs
+
+    def _latest(self) -> dict[Key, int]:
+        refs = self._queues()
+        return {r.key: v for r, v in self._src().max_offsets(refs).items()}
+
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - PySpark API name
+        from rocketq.spark.planning import start_offsets
+
+        source = self._src()
+        refs = discover(source, self.opts)
+        for r in refs:
+            self._addrs[r.key] = r.addr
+        lows = source.min_offsets(refs)
+        highs = source.max_offsets(refs)
+        starts = start_offsets(source, self.opts, refs, lows, highs)
+        return offsets_to_json({r.key: v for r, v in starts.items()})
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 - PySpark API name
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - PySpark API name
+        self._target = self._latest()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802 - PySpark API name
+        starts = _flatten(start)
+        latest = self._latest() if self._target is None else dict(self._target)
+        # A queue that appeared after the query started is read from its beginning.
+        for k in latest:
+            if k not in starts:
+                starts[k] = 0
+        if self._target is not None:
+            for k, v in starts.items():
+                if k not in latest:
+                    latest[k] = v
+        for k, v in starts.items():
+            latest.setdefault(k, v)
+            latest[k] = max(latest[k], v)
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit(starts, latest, int(limit.max_rows))
+        return offsets_to_json(latest)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802 - PySpark API name
+        try:
+            return offsets_to_json(self._latest())
+        except Exception:
+            return None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RocketQPartition]:
+        starts = _flatten(start)
+        ends = _flatten(end)
+        if not self._addrs:
+            self._queues()
+        ranges = []
+        for k, hi in sorted(ends.items()):
+            lo = starts.get(k, 0)
+            if hi > lo:
+                ranges.append(QueueRange(QueueRef(k[0], k[1], k[2], self._addrs.get(k, "")), lo, hi))
+        ranges = split(ranges, self.opts.max_records_per_partition, None)
+        return [RocketQPartition.of(r) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RocketQPartition)
+        yield from read_partition(self.opts, self.schema, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        group = self.opts.consumer_group
+        source = self._src()
+        if group is None or not isinstance(source, BrokerSession):
+            return
+        offsets = {QueueRef(k[0], k[1], k[2], self._addrs.get(k, "")): v for k, v in _flatten(end).items()}
+        offsets = {r: v for r, v in offsets.items() if r.addr}
+        try:
+            source.commit_offsets(group, offsets)
+        except Exception as e:  # the checkpoint is the source of truth; the group offset is a courtesy
+            log.warning("commit offsets of group %s failed: %s", group, e)
+
+    def stop(self) -> None:
+        if self._source is not None:
+            close_source(self._source)
+            self._source = None
