@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-READY_RE = re.compile(r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)\s*$", re.MULTILINE)
+READY_RE = re.compile(r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)(?: \S+=\S+)*\s*$", re.MULTILINE)
 DEFAULT_READY_TIMEOUT = 30.0
 DEFAULT_STOP_GRACE = 10.0
 TAIL_CHARS = 4000

@@ -680,6 +680,11 @@ def _check_port(key: str, port: int) -> None:
         raise _invalid(key, f"{port} is not a TCP port (0 picks a free one)")
 
 
+def _check_metrics_port(port: int) -> None:
+    if not -1 <= port <= 65535:
+        raise _invalid("metricsPort", f"{port} is not a TCP port (-1 turns metrics off, 0 picks a free one)")
+
+
 def _default_broker_name() -> str:
     try:
         return socket.gethostname() or "DEFAULT_BROKER"
@@ -708,9 +713,12 @@ class NamesrvConfig:
     enable_topic_list: bool = True
     need_wait_for_service: bool = False
     wait_seconds_for_service: int = 45
+    # rocketq's Prometheus endpoint (GET /metrics): -1 = off, 0 = a free port.
+    metrics_port: int = -1
 
     def __post_init__(self) -> None:
         _check_port("listenPort", self.listen_port)
+        _check_metrics_port(self.metrics_port)
         if self.scan_not_active_broker_interval <= 0:
             raise _invalid("scanNotActiveBrokerInterval", "must be > 0 ms")
         if self.broker_channel_expired_time <= 0:
@@ -759,8 +767,11 @@ class BrokerConfig:
     # RocketMQ keeps brokerRole in MessageStoreConfig; it is here so that a stock broker.conf loads.
     # rocketq has no replication yet: SLAVE is refused and SYNC_MASTER acks like ASYNC_MASTER.
     broker_role: Literal["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] = "ASYNC_MASTER"
+    # rocketq's Prometheus endpoint (GET /metrics) on the broker's bind address: -1 = off, 0 = a free port.
+    metrics_port: int = -1
 
     def __post_init__(self) -> None:
+        _check_metrics_port(self.metrics_port)
         if not self.broker_name:
             raise _invalid("brokerName", "must not be empty")
         if self.broker_id < 0:

@@ -126,6 +126,7 @@ class BrokerController:
         self.hold_service = PullRequestHoldService(self)
         self.outer_api = BrokerOuterAPI(self)
         self.schedule_service: ScheduleMessageService | None = None
+        self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
         self.processors: dict[str, Any] = {}
         self.boot_timestamp = int(time.time() * 1000)
         self._ready = False
@@ -167,6 +168,11 @@ class BrokerController:
     @property
     def is_ready(self) -> bool:
         return self._ready
+
+    @property
+    def metrics_address(self) -> str | None:
+        """``host:port`` of the Prometheus endpoint, or None when metricsPort is off."""
+        return self.metrics.address if self.metrics is not None else None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -211,8 +217,26 @@ class BrokerController:
         self._spawn(self._every(self.broker_config.flush_consumer_offset_interval / 1000,
                                 self.offset_manager.persist_async))
         self._spawn(self._every(CLIENT_CHANNEL_SCAN_INTERVAL, self._scan_client_channels))
+        await self._start_metrics()
         await self.register_broker_all()
         self._spawn(self._every(self.broker_config.register_period_ms / 1000, self.register_broker_all))
+
+    async def _start_metrics(self) -> None:
+        port = self.broker_config.metrics_port
+        if port < 0:
+            return
+        # imported here: prometheus_client is only needed by brokers that export metrics
+        from rocketq.broker.metrics import BrokerMetrics
+
+        self.metrics = BrokerMetrics(self)
+        await self.metrics.start(self.server_config.bind_address, port)
+        log.info("broker %s metrics on http://%s/metrics", self.broker_name, self.metrics.address)
+
+    async def _stop_metrics(self) -> None:
+        metrics, self.metrics = self.metrics, None
+        if metrics is not None:
+            with contextlib.suppress(Exception):
+                await metrics.stop()
 
     async def _abort_start(self) -> None:
         self._started = False
@@ -220,6 +244,7 @@ class BrokerController:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self._stop_metrics()
         await self.server.stop(0)
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
@@ -249,6 +274,7 @@ class BrokerController:
         if self.store is not None:
             with contextlib.suppress(Exception):
                 await self.outer_api.unregister_broker_all()
+        await self._stop_metrics()
         await self.server.stop()
         self.hold_service.shutdown()
         if self.schedule_service is not None:

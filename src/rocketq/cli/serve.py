@@ -1,9 +1,16 @@
 """``rocketq up | namesrv | broker``: run the servers in one process on one event loop.
 
 Once every server of the command is serving, exactly one line goes to stdout (and is flushed):
-``READY namesrv=HOST:PORT broker=HOST:PORT`` (only the servers the command runs). SIGINT/SIGTERM
-stop the servers gracefully, broker first (it unregisters from the name server and flushes its
-store), and the process exits 0; a second signal abandons the shutdown (exit 1).
+``READY namesrv=HOST:PORT broker=HOST:PORT`` (only the servers the command runs). With
+``metricsPort`` on, the line ends with `` metrics=HOST:PORT`` (the broker's endpoint, or the name
+server's in ``rocketq namesrv``); in ``up`` a name server with its own ``namesrv.metricsPort``
+adds ``namesrvMetrics=HOST:PORT`` before it. SIGINT/SIGTERM stop the servers gracefully, broker
+first (it unregisters from the name server and flushes its store), and the process exits 0; a
+second signal abandons the shutdown (exit 1).
+
+A broker holds an exclusive flock on ``<storePathRootDir>/broker.pid`` (which holds its PID) from
+before it binds a port until the process exits, so a second broker on the same data directory
+refuses at once with one line naming the first one's PID, exit code 1.
 """
 
 from __future__ import annotations
@@ -11,11 +18,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import fcntl
 import functools
 import logging
+import logging.handlers
+import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from rich.console import Console
@@ -28,6 +40,10 @@ from rocketq.config import dump_properties, rocketmq_key
 log = logging.getLogger("rocketq.cli")
 
 SHUTDOWN_TIMEOUT = 60.0  # per server: a broker flushing a large dirty page cache needs a while
+PID_FILE_NAME = "broker.pid"
+LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
+DEFAULT_LOG_MAX_BYTES = 128 * 1024 * 1024
+DEFAULT_LOG_BACKUPS = 10
 
 
 class Controller(Protocol):
@@ -55,6 +71,26 @@ def _port(text: str) -> int:
     return port
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{n} must be > 0")
+    return n
+
+
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} must be >= 0")
+    return n
+
+
 def add_commands(commands: Any) -> None:
     """Add up / namesrv / broker to the ``rocketq`` sub-command parser."""
     common = argparse.ArgumentParser(add_help=False)
@@ -79,6 +115,18 @@ def add_commands(commands: Any) -> None:
     common.add_argument(
         "--log-level", default="INFO", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"),
         help="log level of the lines written to stderr (default: INFO)",
+    )
+    common.add_argument(
+        "--log-file", metavar="FILE",
+        help="also write the log to FILE, rotated by size (like RocketMQ's ~/logs/rocketmqlogs/broker.log)",
+    )
+    common.add_argument(
+        "--log-max-bytes", metavar="N", type=_positive, default=DEFAULT_LOG_MAX_BYTES,
+        help=f"rotate --log-file when it reaches N bytes (default {DEFAULT_LOG_MAX_BYTES})",
+    )
+    common.add_argument(
+        "--log-backups", metavar="N", type=_non_negative, default=DEFAULT_LOG_BACKUPS,
+        help=f"rotated files to keep: FILE.1 ... FILE.N (default {DEFAULT_LOG_BACKUPS})",
     )
     namesrv_port = argparse.ArgumentParser(add_help=False)
     namesrv_port.add_argument(
@@ -117,7 +165,8 @@ def _handler(role: str) -> Callable[[argparse.Namespace], int]:
         if args.print_config:
             print_config(plan, sys.stdout)
             return 0
-        return run(plan)
+        with _log_file(args.log_file, args.log_level, args.log_max_bytes, args.log_backups):
+            return run(plan)
 
     return handle
 
@@ -173,8 +222,92 @@ def run(plan: ServePlan) -> int:
         plan.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CliError(f"cannot create data directory {plan.data_dir}: {exc.strerror or exc}") from None
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(serve(plan, sys.stdout))
+    lock = None
+    if plan.broker is not None and plan.store is not None:
+        lock = PidFile(Path(str(plan.store.store_path_root_dir)) / PID_FILE_NAME)
+        lock.acquire()
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            return runner.run(serve(plan, sys.stdout))
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+@contextmanager
+def _log_file(path: str | None, level: str, max_bytes: int, backups: int) -> Iterator[None]:
+    """A size-rotated log file beside stderr for the life of the servers."""
+    if not path:
+        yield
+        return
+    target = Path(path).expanduser()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.handlers.RotatingFileHandler(
+            target, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot open log file {target}: {exc.strerror or exc}", exit_code=2) from None
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setLevel(level)
+    logger = logging.getLogger("rocketq")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+
+
+class PidFile:
+    """An exclusive flock on a file holding our PID, held until release() or the process's end.
+
+    flock rather than a bare PID check: the kernel drops the lock when the holder dies, even by
+    kill -9, so a stale file never blocks a restart. The file is emptied, not deleted, on release:
+    unlinking a lock file lets a third process lock a new inode while a second still waits on the
+    old one.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise CliError(f"cannot create lock file {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            who = f"pid {holder}" if holder else "another process"
+            raise CliError(
+                f"the data directory {self.path.parent} is in use by another broker ({who}, lock "
+                f"{self.path}); stop it or give this broker another --data-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        os.close(fd)  # closing drops the flock
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None
 
 
 def _controllers(plan: ServePlan) -> tuple[type | None, type | None]:
@@ -221,10 +354,14 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
     clean = True
     try:
         ready = []
+        metrics: list[tuple[str, str]] = []
         if namesrv_cls is not None:
             make_namesrv = functools.partial(namesrv_cls, plan.namesrv, plan.namesrv_server)
             namesrv = await _start("name server", make_namesrv, started)
             ready.append(f"namesrv={namesrv.address}")
+            ns_metrics = getattr(namesrv, "metrics_address", None)
+            if ns_metrics:
+                metrics.append(("namesrvMetrics" if broker_cls is not None else "metrics", ns_metrics))
         if broker_cls is not None and plan.broker is not None:
             broker_config = plan.broker
             if plan.use_embedded_namesrv and started:
@@ -234,6 +371,10 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
             make_broker = functools.partial(broker_cls, broker_config, plan.store, plan.broker_server)
             broker = await _start("broker", make_broker, started)
             ready.append(f"broker={broker.address}")
+            broker_metrics = getattr(broker, "metrics_address", None)
+            if broker_metrics:
+                metrics.append(("metrics", broker_metrics))
+        ready.extend(f"{key}={addr}" for key, addr in metrics)
         if not stop.is_set():
             _announce(out, "READY " + " ".join(ready))
         await stop.wait()

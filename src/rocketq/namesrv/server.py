@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 
 from rocketq.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
@@ -48,6 +49,7 @@ class NamesrvController:
         self._scan_task: asyncio.Task[None] | None = None
         self._wake_scan: asyncio.Event | None = None
         self._started_at = 0.0
+        self.metrics: Any = None  # NamesrvMetrics while metricsPort >= 0
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -57,7 +59,26 @@ class NamesrvController:
         self._started_at = time.monotonic()
         self._wake_scan = asyncio.Event()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="namesrv-scan")
+        if self.namesrv_config.metrics_port >= 0:
+            try:
+                await self._start_metrics(self.namesrv_config.metrics_port)
+            except BaseException:
+                await self.shutdown()
+                raise
         log.info("NamesrvController started, listening on %s", self.address)
+
+    async def _start_metrics(self, port: int) -> None:
+        # imported here: prometheus_client is only needed by name servers that export metrics
+        from rocketq.namesrv.metrics import NamesrvMetrics
+
+        self.metrics = NamesrvMetrics(self)
+        await self.metrics.start(self.server_config.bind_address, port)
+        log.info("name server metrics on http://%s/metrics", self.metrics.address)
+
+    @property
+    def metrics_address(self) -> str | None:
+        """``host:port`` of the Prometheus endpoint, or None when metricsPort is off."""
+        return self.metrics.address if self.metrics is not None else None
 
     async def shutdown(self) -> None:
         address = self.address
@@ -66,6 +87,10 @@ class NamesrvController:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        metrics, self.metrics = self.metrics, None
+        if metrics is not None:
+            with contextlib.suppress(Exception):
+                await metrics.stop()
         await self.remoting_server.stop()
         log.info("NamesrvController shutdown, %s closed", address)
 
