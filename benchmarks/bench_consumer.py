@@ -1,0 +1,258 @@
+"""Push consumer benchmarks against a real name server + broker: backlog drain and end-to-end latency.
+
+    .venv/bin/python benchmarks/bench_consumer.py [--messages N] [--queues Q] [--rate R] [--seconds S]
+
+The servers run in a child process (their own event loop and core), the consumer in this one, as in
+production. A backlog of N messages (128 B bodies, 8 queues) is written straight into the broker's
+store, then drained by a PushConsumer with a no-op listener from CONSUME_FROM_FIRST_OFFSET, once with
+consumeMessageBatchMaxSize 32 and once with 1 (a fresh group each time). Both a sync listener (run on
+the consume threads, RocketMQ's model) and an async one (run on the event loop) are measured.
+
+Latency: an aio Producer sends at a fixed rate (2 000 msgs/s by default) for a few seconds; a
+consumer with batch size 1 records now - send time (one process, one clock) for every message.
+Prints figures and returns them from `run()`; never asserts times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+TOPIC = "BenchConsume"
+LATENCY_TOPIC = "BenchLatency"
+BODY = b"x" * 128
+
+
+# -- the servers (child process) --------------------------------------------------------------------
+
+
+def _servers_main(data_dir: str, queues: int, messages: int, conn: Connection) -> None:
+    from rocketq.remoting.loop import run as run_loop
+
+    logging.basicConfig(level=logging.WARNING)
+    run_loop(_serve(data_dir, queues, messages, conn))
+
+
+async def _serve(data_dir: str, queues: int, messages: int, conn: Connection) -> None:
+    from rocketq.broker.controller import BrokerController
+    from rocketq.broker.topic_manager import new_topic_config
+    from rocketq.codec.message import UniqIdGenerator, encode_properties
+    from rocketq.config import BrokerConfig, NamesrvConfig
+    from rocketq.namesrv.server import NamesrvController
+    from rocketq.remoting.config import RemotingServerConfig
+    from rocketq.store.config import MessageStoreConfig
+    from rocketq.store.model import MessageBatchToStore
+
+    ns = NamesrvController(
+        NamesrvConfig(
+            listen_port=0,
+            kv_config_path=os.path.join(data_dir, "kv.json"),
+            config_store_path=os.path.join(data_dir, "namesrv.properties"),
+        ),
+        RemotingServerConfig(listen_port=0),
+    )
+    await ns.start()
+    store_cfg = MessageStoreConfig(
+        store_path_root_dir=os.path.join(data_dir, "store"),
+        mapped_file_size_commit_log=256 * 1024 * 1024,
+        max_hash_slot_num=10_000,
+        max_index_num=40_000,
+    )
+    ctl = BrokerController(
+        BrokerConfig(broker_name="bench-consume", namesrv_addr=ns.address),
+        store_cfg,
+        RemotingServerConfig(listen_port=0),
+    )
+    await ctl.start()
+    ctl.topic_manager.update_topic_config(new_topic_config(TOPIC, queues, queues))
+    for kind in ("sync", "async"):
+        ctl.topic_manager.update_topic_config(new_topic_config(f"{LATENCY_TOPIC}_{kind}", 4, 4))
+    await ctl.register_broker_all()
+    ids = UniqIdGenerator()
+    per_queue = messages // queues
+    chunk = 1000
+    for q in range(queues):
+        for start in range(0, per_queue, chunk):
+            n = min(chunk, per_queue - start)
+            items = [
+                (0, BODY, encode_properties({"UNIQ_KEY": ids.next_id(), "WAIT": "true"}), 0, ())
+                for _ in range(n)
+            ]
+            batch = MessageBatchToStore(
+                TOPIC, q, items, born_timestamp=int(time.time() * 1000), born_host=("127.0.0.1", 5555)
+            )
+            ctl.store.append_messages(batch)
+    conn.send(ns.address)
+    await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+    await ctl.shutdown()
+    await ns.shutdown()
+
+
+# -- the consumer (this process) ------------------------------------------------------------------------
+
+
+async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> float:
+    from rocketq.client.consumer.push import PushConsumer
+    from rocketq.client.consumer.types import ConsumeStatus
+
+    group = f"bench_drain_{batch_size}_{'a' if is_async else 's'}_{os.getpid()}_{time.monotonic_ns()}"
+    ok = ConsumeStatus.CONSUME_SUCCESS
+
+    def sync_listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        return ok
+
+    async def async_listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        return ok
+
+    consumer = PushConsumer(
+        group,
+        namesrv_addr=namesrv,
+        instance_name=group,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        consume_message_batch_max_size=batch_size,
+    )
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_listener(async_listener if is_async else sync_listener)
+    t0 = time.perf_counter()
+    await consumer.start()
+    try:
+        while consumer.stats.totals(group, TOPIC)["consumed_ok"] < total:
+            await asyncio.sleep(0.01)
+        dt = time.perf_counter() - t0
+    finally:
+        await consumer.shutdown()
+    return total / dt
+
+
+async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> dict[str, float]:
+    from rocketq.client.consumer.push import PushConsumer
+    from rocketq.client.consumer.types import ConsumeStatus
+    from rocketq.client.message import Message
+    from rocketq.client.producer import Producer
+
+    group = f"bench_latency_{os.getpid()}_{time.monotonic_ns()}"
+    # A topic per run: a new group would start a fresh queue from 0 (the broker's rule), and so
+    # count an earlier run's messages too.
+    topic = f"{LATENCY_TOPIC}_{'async' if is_async else 'sync'}"
+    samples: list[float] = []
+
+    async def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        now = time.perf_counter()
+        for m in msgs:
+            samples.append(now - float(m.body))
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        group, namesrv_addr=namesrv, instance_name=group, consume_message_batch_max_size=1
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    producer = Producer(f"{group}_p", namesrv_addr=namesrv)
+    await producer.start()
+    await consumer.start()
+    try:
+        await asyncio.sleep(1.0)  # the consumer owns its queues and has a long poll parked on each
+        n = int(rate * seconds)
+        interval = 1.0 / rate
+        start = time.perf_counter()
+        pending = []
+        for i in range(n):
+            delay = start + i * interval - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            pending.append(producer.send_async(Message(topic, repr(time.perf_counter()).encode())))
+        await asyncio.gather(*pending)
+        deadline = time.monotonic() + 10
+        while len(samples) < n and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        await consumer.shutdown()
+        await producer.shutdown()
+    samples.sort()
+    warm = samples[len(samples) // 20 :] or samples  # skip the first 5 %: connections and caches warm up
+    warm.sort()
+
+    def pct(p: float) -> float:
+        return warm[min(len(warm) - 1, int(len(warm) * p))] * 1e3
+
+    return {
+        "e2e_latency_p50_ms": statistics.median(warm) * 1e3,
+        "e2e_latency_p99_ms": pct(0.99),
+        "e2e_latency_received": float(len(samples)),
+    }
+
+
+async def _client_main(namesrv: str, messages: int, rate: int, seconds: float) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    for is_async in (False, True):
+        for batch in (32, 1):
+            total = messages if batch == 32 else min(messages, 200_000)
+            kind = "async" if is_async else "sync"
+            r = await _drain(namesrv, total, batch, is_async)
+            figures[f"drain_msgs_per_s_batch{batch}_{kind}"] = r
+            print(
+                f"drain {total:,} msgs, consumeMessageBatchMaxSize {batch:>2}, {kind} no-op listener: "
+                f"{r:>10,.0f} msgs/s"
+            )
+    for is_async in (False, True):
+        kind = "async" if is_async else "sync"
+        lat = await _latency(namesrv, rate, seconds, is_async)
+        figures.update({f"{k}_{kind}": v for k, v in lat.items()})
+        print(
+            f"end-to-end at {rate} msgs/s, {kind} listener: p50 {lat['e2e_latency_p50_ms']:.3f} ms, "
+            f"p99 {lat['e2e_latency_p99_ms']:.3f} ms ({lat['e2e_latency_received']:.0f} received)"
+        )
+    return figures
+
+
+def run(
+    messages: int = 1_000_000, queues: int = 8, rate: int = 2000, seconds: float = 5.0
+) -> dict[str, float]:
+    from rocketq.remoting.loop import run as run_loop
+
+    logging.basicConfig(level=logging.WARNING)
+    data_dir = tempfile.mkdtemp(prefix="rocketq-bench-consumer-")
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_servers_main, args=(data_dir, queues, messages, child), daemon=True)
+    proc.start()
+    try:
+        if not parent.poll(600):
+            raise RuntimeError("the benchmark servers did not start")
+        namesrv = parent.recv()
+        return run_loop(_client_main(namesrv, messages, rate, seconds))
+    finally:
+        try:
+            parent.send("stop")
+        except OSError:
+            pass
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--queues", type=int, default=8)
+    ap.add_argument("--rate", type=int, default=2000, help="latency run: messages per second")
+    ap.add_argument("--seconds", type=float, default=5.0, help="latency run: how long to send")
+    args = ap.parse_args(argv)
+    print(f"bench_consumer: python {sys.version.split()[0]}, cpus={os.cpu_count()}")
+    run(args.messages, args.queues, args.rate, args.seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

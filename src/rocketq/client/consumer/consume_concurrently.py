@@ -1,0 +1,406 @@
+"""ConsumeMessageConcurrentlyService: batches of up to consumeMessageBatchMaxSize messages go to the
+listener in parallel (any order, any queue); each answer moves the queue's commit offset.
+
+A failed batch (RECONSUME_LATER, an exception, no answer) goes back to the broker with
+CONSUMER_SEND_MSG_BACK so it returns later through %RETRY%<group> (clustering), or is dropped with a
+warning (broadcasting). A message the broker would not take back is consumed again locally after
+5 s. A batch still in the listener after consumeTimeout minutes is sent back and forgotten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.types import (
+    ConsumeConcurrentlyContext,
+    ConsumeMessageContext,
+    ConsumeStatus,
+)
+from rocketq.client.consumer.worker_pool import AsyncListenerPool, ThreadListenerPool
+from rocketq.codec.bodies import MessageModel, MessageQueue
+from rocketq.codec.message import MessageExt
+
+__all__ = ["ConsumeMessageConcurrentlyService", "ConsumeRequest", "is_async_listener", "listener_status"]
+
+log = logging.getLogger("rocketq.client")
+
+RECONSUME_LOCALLY_DELAY = 5.0  # s, for messages the broker refused to take back
+CHUNK_WHEN_PENDING = 4  # jobs queued per consume thread before batches of one pull travel together
+EXPIRED_SEND_BACK_DELAY_LEVEL = 3
+_SUCCESS = ConsumeStatus.CONSUME_SUCCESS
+_LATER = ConsumeStatus.RECONSUME_LATER
+
+
+def is_async_listener(listener: Any) -> bool:
+    """A coroutine function (or an object whose __call__ is one) runs on the loop, not in a thread."""
+    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
+        getattr(listener, "__call__", None)  # noqa: B004 - callable objects with an async __call__
+    )
+
+
+def listener_status(value: Any, enum_type: type[Any], default: Any) -> tuple[Any, str]:
+    """A listener's answer as ``enum_type`` plus the hook return type; junk becomes ``default``."""
+    if isinstance(value, enum_type):
+        return value, "SUCCESS" if value.name in ("CONSUME_SUCCESS", "SUCCESS", "COMMIT") else "FAILED"
+    if isinstance(value, str) and value in enum_type.__members__:
+        return listener_status(enum_type[value], enum_type, default)
+    if value is None:
+        return default, "RETURNNULL"
+    log.warning(
+        "consumeMessage returned %r, not a %s; treated as %s", value, enum_type.__name__, default.name
+    )
+    return default, "FAILED"
+
+
+class ConsumeRequest:
+    __slots__ = (
+        "begin",
+        "context",
+        "expired",
+        "hook_type",
+        "message_queue",
+        "msgs",
+        "pending",
+        "process_queue",
+        "rt",
+        "status",
+    )
+
+    def __init__(
+        self, msgs: list[MessageExt], process_queue: ProcessQueue, message_queue: MessageQueue
+    ) -> None:
+        self.msgs = msgs
+        self.process_queue = process_queue
+        self.message_queue = message_queue
+        self.status: ConsumeStatus = _LATER
+        self.context: ConsumeConcurrentlyContext | None = None
+        self.begin = 0.0
+        self.rt = 0.0
+        self.expired = False
+        self.hook_type = ""
+        # A sync listener that returned an awaitable: finished on the loop.
+        self.pending: Any = None
+
+
+class ConsumeMessageConcurrentlyService:
+    def __init__(self, consumer: Any, listener: Any) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        self.is_async = is_async_listener(listener)
+        cfg = consumer.config
+        self.batch_size = max(1, cfg.consume_message_batch_max_size)
+        self.group = cfg.consumer_group
+        self._pool: ThreadListenerPool | AsyncListenerPool | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._stopped = False
+        self._stats_items: dict[str, tuple[Any, Any, Any]] = {}
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        cfg = self.consumer.config
+        name = f"ConsumeMessageThread_{self.group}_"
+        if self.is_async:
+            self._pool = AsyncListenerPool(name, cfg.consume_thread_max)
+        else:
+            self._pool = ThreadListenerPool(name, cfg.consume_thread_min, cfg.consume_thread_max)
+        self._spawn(self._clean_expired_loop(cfg.consume_timeout * 60.0))
+
+    async def shutdown(self, await_termination: float = 0.0) -> None:
+        self._stopped = True
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        if self._pool is not None:
+            await self._pool.shutdown(await_termination)
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def pending(self) -> int:
+        return self._pool.pending if self._pool is not None else 0
+
+    # -- submit -------------------------------------------------------------------------------------
+
+    def submit_consume_request(
+        self, msgs: Sequence[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool = True
+    ) -> None:
+        if self._stopped or not msgs:
+            return
+        size = self.batch_size
+        if len(msgs) <= size:
+            self._submit(ConsumeRequest(list(msgs), pq, mq))
+            return
+        reqs = [ConsumeRequest(list(msgs[i : i + size]), pq, mq) for i in range(0, len(msgs), size)]
+        pool = self._pool
+        if isinstance(pool, ThreadListenerPool) and pool.pending >= CHUNK_WHEN_PENDING * pool.workers:
+            # (only a thread pool: an async pool has no hand-off to save)
+            # Every thread has plenty queued already: hand these over as one job (the listener is
+            # still called once per batch) so a backlog costs one thread hand-off per pull, not per
+            # batch. An idle pool gets them one by one, for parallelism and latency.
+            self._submit_chunk(reqs)
+            return
+        for req in reqs:
+            self._submit(req)
+
+    def _track(self, req: ConsumeRequest, now: float) -> None:
+        req.begin = now
+        req.process_queue.in_flight[req.msgs[0].queue_offset] = req
+
+    def _submit(self, req: ConsumeRequest) -> None:
+        pool = self._pool
+        if pool is None:
+            return
+        self._track(req, time.monotonic())
+        try:
+            if isinstance(pool, AsyncListenerPool):
+                pool.submit(self._consume_async, req, self._finish)
+            else:
+                pool.submit(self._consume_sync, req, self._finish)
+        except RuntimeError:  # shut down meanwhile: the messages are re-delivered to the group
+            req.process_queue.in_flight.pop(req.msgs[0].queue_offset, None)
+
+    def _submit_chunk(self, reqs: list[ConsumeRequest]) -> None:
+        pool = self._pool
+        assert isinstance(pool, ThreadListenerPool)
+        now = time.monotonic()
+        for req in reqs:
+            self._track(req, now)
+        try:
+            pool.submit(self._consume_sync_chunk, reqs, self._finish_chunk)
+        except RuntimeError:
+            for req in reqs:
+                req.process_queue.in_flight.pop(req.msgs[0].queue_offset, None)
+
+    def _consume_sync_chunk(self, reqs: list[ConsumeRequest]) -> None:
+        for req in reqs:
+            self._consume_sync(req)
+
+    def _finish_chunk(self, reqs: list[ConsumeRequest]) -> None:
+        for req in reqs:
+            self._finish(req)
+
+    def submit_consume_request_later(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        handle: asyncio.TimerHandle
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            if not pq.dropped:
+                self.submit_consume_request(msgs, pq, mq, True)
+
+        handle = loop.call_later(RECONSUME_LOCALLY_DELAY, fire)
+        self._timers.add(handle)
+
+    # -- the listener call ------------------------------------------------------------------------------
+
+    def _hook_context(self, req: ConsumeRequest) -> ConsumeMessageContext | None:
+        hooks = self.consumer.hooks
+        if not hooks:
+            return None
+        ctx = ConsumeMessageContext(self.group, req.message_queue, req.msgs)
+        for hook in hooks:
+            try:
+                hook.consume_message_before(ctx)
+            except Exception as e:
+                log.warning("consumeMessageHook %s before failed: %s", _hook_name(hook), e)
+        return ctx
+
+    def _hook_after(self, hook_ctx: ConsumeMessageContext | None, req: ConsumeRequest) -> None:
+        if hook_ctx is None:
+            return
+        hook_ctx.status = req.status.name
+        hook_ctx.success = req.status is _SUCCESS
+        hook_ctx.props["ConsumeContextType"] = req.hook_type
+        for hook in self.consumer.hooks:
+            try:
+                hook.consume_message_after(hook_ctx)
+            except Exception as e:
+                log.warning("consumeMessageHook %s after failed: %s", _hook_name(hook), e)
+
+    def _consume_sync(self, req: ConsumeRequest) -> None:
+        """On a consume thread."""
+        context = ConsumeConcurrentlyContext(req.message_queue)
+        req.context = context
+        hook_ctx = self._hook_context(req)
+        start = time.monotonic()
+        try:
+            result = self.listener(req.msgs, context)
+        except Exception as e:
+            self._log_failure(req, e)
+            req.status, req.hook_type = _LATER, "EXCEPTION"
+        else:
+            if inspect.isawaitable(result):
+                req.pending = result
+                return
+            req.status, req.hook_type = listener_status(result, ConsumeStatus, _LATER)
+        req.rt = time.monotonic() - start
+        self._hook_after(hook_ctx, req)
+
+    async def _consume_async(self, req: ConsumeRequest) -> None:
+        """On the loop."""
+        context = ConsumeConcurrentlyContext(req.message_queue)
+        req.context = context
+        hook_ctx = self._hook_context(req)
+        start = time.monotonic()
+        try:
+            result = self.listener(req.msgs, context)
+            if inspect.isawaitable(result):
+                result = await result
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self._log_failure(req, e)
+            req.status, req.hook_type = _LATER, "EXCEPTION"
+        else:
+            req.status, req.hook_type = listener_status(result, ConsumeStatus, _LATER)
+        req.rt = time.monotonic() - start
+        self._hook_after(hook_ctx, req)
+
+    def _log_failure(self, req: ConsumeRequest, e: Exception) -> None:
+        log.warning(
+            "consumeMessage exception: %r Group: %s Msgs: %d MQ: %s",
+            e,
+            self.group,
+            len(req.msgs),
+            req.message_queue,
+            exc_info=e,
+        )
+
+    # -- results (on the loop) -------------------------------------------------------------------------------
+
+    def _finish(self, req: ConsumeRequest) -> None:
+        if req.pending is not None:
+            awaitable, req.pending = req.pending, None
+            self._spawn(self._finish_awaitable(req, awaitable))
+            return
+        pq = req.process_queue
+        pq.in_flight.pop(req.msgs[0].queue_offset, None)
+        if pq.dropped or req.expired:
+            log.warning(
+                "processQueue is dropped without process consume result. messageQueue=%s, msgs=%d",
+                req.message_queue,
+                len(req.msgs),
+            )
+            return
+        self.process_consume_result(req)
+
+    async def _finish_awaitable(self, req: ConsumeRequest, awaitable: Any) -> None:
+        start = time.monotonic()
+        try:
+            result = await awaitable
+        except Exception as e:
+            self._log_failure(req, e)
+            req.status, req.hook_type = _LATER, "EXCEPTION"
+        else:
+            req.status, req.hook_type = listener_status(result, ConsumeStatus, _LATER)
+        req.rt += time.monotonic() - start
+        self._finish(req)
+
+    def process_consume_result(self, req: ConsumeRequest) -> None:
+        msgs = req.msgs
+        n = len(msgs)
+        ctx = req.context
+        consumer = self.consumer
+        topic = req.message_queue.topic
+        items = self._stats_items.get(topic)
+        if items is None:
+            items = self._stats_items[topic] = consumer.stats.consume_items(self.group, topic)
+        ok_item, failed_item, rt_item = items
+        now = time.monotonic()
+        if req.status is _SUCCESS:
+            ack = n - 1 if ctx is None or ctx.ack_index >= n else ctx.ack_index
+            ok_item.add(ack + 1, 1, now)
+            if ack + 1 < n:
+                failed_item.add(n - ack - 1, 1, now)
+        else:
+            ack = -1
+            failed_item.add(n, 1, now)
+        rt_item.add(int(req.rt * 1000.0), 1, now)
+        failed = msgs[ack + 1 :]
+        if failed:
+            if consumer.config.message_model is MessageModel.BROADCASTING:
+                for m in failed:
+                    log.warning("BROADCASTING, the message consume failed, drop it, %s", m.msg_id)
+            else:
+                delay = ctx.delay_level_when_next_consume if ctx is not None else 0
+                self._spawn(self._send_back_then_commit(req, failed, delay))
+                return
+        self._commit(req.process_queue, req.message_queue, msgs)
+
+    def _commit(self, pq: ProcessQueue, mq: MessageQueue, done: Sequence[MessageExt]) -> None:
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update_offset(mq, offset, True)
+
+    async def _send_back_then_commit(
+        self, req: ConsumeRequest, failed: Sequence[MessageExt], delay_level: int
+    ) -> None:
+        mq = req.message_queue
+        refused: list[MessageExt] = []
+        for msg in failed:
+            if not await self.consumer.send_message_back(msg, delay_level, mq.broker_name):
+                refused.append(dataclasses.replace(msg, reconsume_times=msg.reconsume_times + 1))
+        if refused:
+            kept = {m.queue_offset for m in refused}
+            self._commit(req.process_queue, mq, [m for m in req.msgs if m.queue_offset not in kept])
+            self.submit_consume_request_later(refused, req.process_queue, mq)
+        else:
+            self._commit(req.process_queue, mq, req.msgs)
+
+    # -- consume timeout ---------------------------------------------------------------------------------
+
+    async def _clean_expired_loop(self, timeout: float) -> None:
+        if timeout <= 0:
+            return
+        while True:
+            await asyncio.sleep(timeout)
+            try:
+                await self.clean_expired_msg(timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("cleanExpiredMsg failed")
+
+    async def clean_expired_msg(self, timeout: float) -> int:
+        """Send back batches that have been in the listener longer than ``timeout`` s; returns how many."""
+        if self.consumer.config.message_model is not MessageModel.CLUSTERING:
+            return 0
+        now = time.monotonic()
+        expired = 0
+        for mq, pq in list(self.consumer.process_queue_table.items()):
+            for req in list(pq.in_flight.values()):
+                if now - req.begin <= timeout or req.expired:
+                    continue
+                req.expired = True
+                pq.in_flight.pop(req.msgs[0].queue_offset, None)
+                expired += 1
+                for msg in req.msgs:
+                    if not await self.consumer.send_message_back(
+                        msg, EXPIRED_SEND_BACK_DELAY_LEVEL, mq.broker_name
+                    ):
+                        log.error("send expire msg back failed, %s", msg.msg_id)
+                self._commit(pq, mq, req.msgs)
+        return expired
+
+
+def _hook_name(hook: Any) -> str:
+    name = getattr(hook, "hook_name", None)
+    return str(name()) if callable(name) else type(hook).__name__

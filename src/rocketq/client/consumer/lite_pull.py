@@ -1,0 +1,578 @@
+"""LitePullConsumer (asyncio): RocketMQ's DefaultLitePullConsumer.
+
+    consumer = LitePullConsumer("cg", namesrv_addr="127.0.0.1:9876")
+    consumer.subscribe("T", "*")          # the group shares the queues (rebalanced), or:
+    consumer.assign([mq1, mq2])           # this consumer reads exactly these queues
+    await consumer.start()
+    msgs = await consumer.poll(timeout=1.0)
+    await consumer.commit_sync()           # or auto_commit=True (default): every 5 s
+
+Background pull loops (one task per assigned queue) long-poll the brokers and fill a cache of
+pulled batches; ``poll`` hands out one batch at a time. What ``poll`` returned counts as consumed
+and is what ``commit`` stores. ``seek`` moves a queue's read position; the next pull starts there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import logging
+import time
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from rocketq.client.api import PULL_SYS_FLAG_LITE_PULL, PULL_SYS_FLAG_SUBSCRIPTION, PULL_SYS_FLAG_SUSPEND
+from rocketq.client.config import ClientConfig, ServiceState
+from rocketq.client.consumer.assigned_queue import AssignedQueue, PolledBatch, settle
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumerStatsManager
+from rocketq.client.consumer.subscription import (
+    build_subscription,
+    check_subscribe_topic,
+    reset_retry_topic,
+    split_options,
+)
+from rocketq.client.consumer.types import DEFAULT_CONSUMER_GROUP, LitePullConsumerConfig
+from rocketq.client.instance import MQClientInstance, MQClientManager
+from rocketq.client.message import PullStatus
+from rocketq.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from rocketq.client.producer.validators import check_group
+from rocketq.client.rebalance.allocate import allocate_strategy
+from rocketq.client.rebalance.impl import RebalanceLitePullImpl, broker_addr_for_admin, retry_topic
+from rocketq.codec.bodies import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
+from rocketq.codec.headers import PullMessageRequestHeader
+from rocketq.codec.message import MessageExt
+from rocketq.errors import GroupAlreadyRegistered, InvalidArgument, ServiceStateError
+
+__all__ = ["LitePullConsumer", "SubscriptionType"]
+
+log = logging.getLogger("rocketq.client")
+
+FLOW_CONTROL_DELAY = 0.05
+PAUSE_DELAY = 1.0
+_PULL_FLAGS = PULL_SYS_FLAG_SUSPEND | PULL_SYS_FLAG_SUBSCRIPTION | PULL_SYS_FLAG_LITE_PULL
+
+
+class SubscriptionType(enum.Enum):
+    NONE = "NONE"
+    SUBSCRIBE = "SUBSCRIBE"
+    ASSIGN = "ASSIGN"
+
+
+class LitePullConsumer:
+    """``LitePullConsumer(group, namesrv_addr=..., **fields)`` takes any LitePullConsumerConfig or
+    ClientConfig field (``auto_commit``, ``pull_batch_size``, ``message_model``, ...)."""
+
+    def __init__(
+        self,
+        consumer_group: str | None = None,
+        namesrv_addr: str | None = None,
+        *,
+        config: LitePullConsumerConfig | None = None,
+        config_base: ClientConfig | None = None,
+        **fields: Any,
+    ) -> None:
+        self.config: LitePullConsumerConfig = split_options(
+            LitePullConsumerConfig, consumer_group, namesrv_addr, config, config_base, fields
+        )
+        cfg = self.config
+        self.consumer_group = cfg.consumer_group
+        self._group_wire = cfg.with_namespace(cfg.consumer_group)
+        self.service_state = ServiceState.CREATE_JUST
+        self.subscription_type = SubscriptionType.NONE
+        self.auto_commit = cfg.auto_commit
+        self.stats = ConsumerStatsManager()
+        self.offset_store: OffsetStore = None  # type: ignore[assignment]  # bound at start
+        self.rebalance_impl = RebalanceLitePullImpl(
+            self, self._group_wire, cfg.message_model, allocate_strategy(cfg.allocate_message_queue_strategy)
+        )
+        self._client: MQClientInstance | None = None
+        self._assigned: dict[MessageQueue, AssignedQueue] = {}
+        self._assign_request: list[MessageQueue] = []
+        self._start_offsets: dict[MessageQueue, int] = {}  # decided by the rebalance
+        self._cache: collections.deque[PolledBatch] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._next_auto_commit = 0.0
+        self._auto_commit_task: asyncio.Task[None] | None = None
+        self._retry_topic = retry_topic(self._group_wire)
+
+    def __repr__(self) -> str:
+        return f"LitePullConsumer({self.consumer_group!r}, {self.service_state.name})"
+
+    @property
+    def client(self) -> MQClientInstance:
+        if self._client is None:
+            raise ServiceStateError("The consumer service state not OK, CREATE_JUST")
+        return self._client
+
+    # -- what to read ------------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, sub_expression: str | None = "*") -> None:
+        """Share ``topic``'s queues with the group (rebalanced like a push consumer)."""
+        if self.subscription_type is SubscriptionType.ASSIGN:
+            raise InvalidArgument("Subscribe and assign are mutually exclusive.")
+        check_subscribe_topic(topic)
+        wire = self.config.with_namespace(topic)
+        self.rebalance_impl.subscription_inner[wire] = build_subscription(wire, sub_expression)
+        self.subscription_type = SubscriptionType.SUBSCRIBE
+        if self.service_state is ServiceState.RUNNING:
+            self._spawn(self._after_subscription_change(wire))
+
+    def unsubscribe(self, topic: str) -> None:
+        wire = self.config.with_namespace(topic)
+        self.rebalance_impl.subscription_inner.pop(wire, None)
+        for mq in [mq for mq in self._assigned if mq.topic == wire]:
+            self._remove_queue(mq)
+
+    def assign(self, message_queues: Iterable[MessageQueue]) -> None:
+        """Read exactly these queues (no rebalancing); replaces any earlier assignment."""
+        if self.subscription_type is SubscriptionType.SUBSCRIBE:
+            raise InvalidArgument("Subscribe and assign are mutually exclusive.")
+        mqs = list(message_queues)
+        if not mqs:
+            raise InvalidArgument("Message queues can not be null or empty.")
+        self.subscription_type = SubscriptionType.ASSIGN
+        wire = [MessageQueue(self.config.with_namespace(mq.topic), mq.broker_name, mq.queue_id) for mq in mqs]
+        for mq in wire:
+            if mq.topic not in self.rebalance_impl.subscription_inner:
+                self.rebalance_impl.subscription_inner[mq.topic] = build_subscription(mq.topic, "*")
+        self._assign_request = wire
+        if self.service_state is ServiceState.RUNNING:
+            self._update_assigned(None, wire)
+
+    def assignment(self) -> set[MessageQueue]:
+        return set(self._assigned)
+
+    async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of ``topic`` (from a fresh route)."""
+        return await self.client.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+
+    def pause(self, message_queues: Iterable[MessageQueue]) -> None:
+        for mq in message_queues:
+            state = self._assigned.get(mq)
+            if state is not None:
+                state.paused = True
+
+    def resume(self, message_queues: Iterable[MessageQueue]) -> None:
+        for mq in message_queues:
+            state = self._assigned.get(mq)
+            if state is not None:
+                state.paused = False
+
+    async def _after_subscription_change(self, wire_topic: str) -> None:
+        client = self.client
+        await client.update_topic_route_info_from_name_server(wire_topic)
+        await client.send_heartbeat_to_all_brokers()
+        client.rebalance_immediately()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.service_state is not ServiceState.CREATE_JUST:
+            raise ServiceStateError(
+                f"The LitePullConsumer service state not OK, maybe started once, {self.service_state.name}"
+            )
+        cfg = self.config
+        check_group(cfg.consumer_group)
+        if cfg.consumer_group == DEFAULT_CONSUMER_GROUP:
+            raise InvalidArgument(
+                f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
+            )
+        if not 1 <= cfg.pull_batch_size <= 1024:
+            raise InvalidArgument("pullBatchSize Out of range [1, 1024]")
+        self.service_state = ServiceState.START_FAILED
+        try:
+            client = MQClientManager.get_or_create(cfg)
+            self._client = client
+            self.rebalance_impl.client = client
+            if cfg.message_model is MessageModel.BROADCASTING:
+                self.offset_store = LocalFileOffsetStore(client.client_id, self._group_wire, cfg.store_dir)
+            else:
+                self.offset_store = RemoteBrokerOffsetStore(client, self._group_wire)
+            await self.offset_store.load()
+            # do_rebalance answers "balanced?" (bool); the instance's protocol only awaits it.
+            if not client.register_consumer(self._group_wire, self):  # type: ignore[arg-type]
+                raise GroupAlreadyRegistered(
+                    f"The consumer group[{self.consumer_group}] has been created before, "
+                    "specify another name please."
+                )
+            await client.start()
+        except BaseException:
+            self.service_state = ServiceState.CREATE_JUST
+            if self._client is not None and self._client.consumer_table.get(self._group_wire) is self:  # type: ignore[comparison-overlap]
+                await self._client.unregister_consumer(self._group_wire)
+                await self._client.shutdown()
+            raise
+        self.service_state = ServiceState.RUNNING
+        self._next_auto_commit = time.monotonic() + cfg.auto_commit_interval_millis / 1000.0
+        self._auto_commit_task = asyncio.get_running_loop().create_task(self._auto_commit_loop())
+        log.info("the consumer [%s] start OK", self.consumer_group)
+        for topic in list(self.rebalance_impl.subscription_inner):
+            await client.update_topic_route_info_from_name_server(topic)
+        if self.subscription_type is SubscriptionType.ASSIGN:
+            self._update_assigned(None, self._assign_request)
+        await client.send_heartbeat_to_all_brokers()
+        if self.subscription_type is SubscriptionType.SUBSCRIBE:
+            client.rebalance_immediately()
+
+    async def shutdown(self) -> None:
+        if self.service_state is not ServiceState.RUNNING:
+            if self.service_state is ServiceState.CREATE_JUST:
+                self.service_state = ServiceState.SHUTDOWN_ALREADY
+            return
+        self.service_state = ServiceState.SHUTDOWN_ALREADY
+        if self._auto_commit_task is not None:
+            self._auto_commit_task.cancel()
+        tasks = [s.task for s in self._assigned.values() if s.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.auto_commit:
+            self._commit_consumed()
+        try:
+            await self.offset_store.persist_all(set(self._assigned))
+        except Exception as e:
+            log.warning("persistConsumerOffset at shutdown failed: %s", e)
+        client = self.client
+        await client.unregister_consumer(self._group_wire)
+        await client.shutdown()
+        for state in self._assigned.values():
+            state.process_queue.dropped = True
+        self._assigned.clear()
+        self._cache.clear()
+        self._wake()
+        log.info("the consumer [%s] shutdown OK", self.consumer_group)
+
+    async def __aenter__(self) -> LitePullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _spawn(self, coro: Any) -> None:
+        asyncio.get_running_loop().create_task(coro)
+
+    # -- what the MQClientInstance drives ----------------------------------------------------------
+
+    async def do_rebalance(self) -> bool:
+        if (
+            self.subscription_type is not SubscriptionType.SUBSCRIBE
+            or self.service_state is not ServiceState.RUNNING
+        ):
+            return True
+        return await self.rebalance_impl.do_rebalance(False)
+
+    async def persist_consumer_offset(self) -> None:
+        if self.service_state is ServiceState.RUNNING:
+            await self.offset_store.persist_all(set(self._assigned))
+
+    def consumer_data(self) -> ConsumerData:
+        cfg = self.config
+        return ConsumerData(
+            group_name=self._group_wire,
+            consume_type=ConsumeType.CONSUME_ACTIVELY,
+            message_model=cfg.message_model,
+            consume_from_where=cfg.consume_from_where,
+            subscription_data_set=tuple(self.rebalance_impl.subscription_inner.values()),
+            unit_mode=cfg.unit_mode,
+        )
+
+    def subscriptions(self) -> Collection[str]:
+        return list(self.rebalance_impl.subscription_inner)
+
+    def update_topic_subscribe_info(self, topic: str, queues: list[MessageQueue]) -> None:
+        if topic in self.rebalance_impl.subscription_inner:
+            self.rebalance_impl.topic_subscribe_info_table[topic] = set(queues)
+
+    # rebalance callbacks (subscribe mode)
+    def remember_start_offsets(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
+        for mq, _, offset in requests:
+            self._start_offsets[mq] = offset
+
+    def before_queue_removed(self, mq: MessageQueue) -> None:
+        state = self._assigned.get(mq)
+        if self.auto_commit and state is not None and state.consume_offset >= 0:
+            self.offset_store.update_offset(mq, state.consume_offset, False)
+
+    def on_message_queue_changed(
+        self, topic: str, mq_all: Collection[MessageQueue], mq_divided: Collection[MessageQueue]
+    ) -> None:
+        self._update_assigned(topic, list(mq_divided))
+
+    # -- assigned queues and their pull loops ------------------------------------------------------
+
+    def _update_assigned(self, topic: str | None, mqs: list[MessageQueue]) -> None:
+        wanted = set(mqs)
+        for mq in list(self._assigned):
+            if (topic is None or mq.topic == topic) and mq not in wanted:
+                self._remove_queue(mq)
+        for mq in mqs:
+            if mq in self._assigned:
+                continue
+            pq = self.rebalance_impl.process_queue_table.get(mq) or ProcessQueue()
+            state = AssignedQueue(mq, pq, self._start_offsets.pop(mq, -1))
+            self._assigned[mq] = state
+            self._start_pull(state)
+
+    def _remove_queue(self, mq: MessageQueue) -> None:
+        state = self._assigned.pop(mq, None)
+        if state is None:
+            return
+        state.process_queue.dropped = True
+        if state.task is not None:
+            state.task.cancel()
+        self._cache = collections.deque(b for b in self._cache if b.state is not state)
+
+    def _start_pull(self, state: AssignedQueue) -> None:
+        state.task = asyncio.get_running_loop().create_task(
+            self._pull_loop(state), name=f"PullTaskImpl-{self._group_wire}-{state.message_queue.queue_id}"
+        )
+
+    def _exception_delay(self) -> float:
+        return self.client.config.pull_time_delay_mills_when_exception / 1000.0
+
+    async def _pull_loop(self, state: AssignedQueue) -> None:
+        while self.service_state is ServiceState.RUNNING and self._assigned.get(state.message_queue) is state:
+            try:
+                delay = await self._pull_once(state)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("Pull task of %s exception: %r", state.message_queue, e)
+                delay = self._exception_delay()
+            if delay:
+                await asyncio.sleep(delay)
+
+    async def _pull_once(self, state: AssignedQueue) -> float:
+        cfg = self.config
+        pq = state.process_queue
+        if state.paused:
+            return PAUSE_DELAY
+        if pq.dropped:
+            return PAUSE_DELAY
+        if (
+            len(self._cache) * cfg.pull_batch_size > cfg.pull_threshold_for_all
+            or pq.msg_count > cfg.pull_threshold_for_queue
+            or pq.cached_msg_size_in_mib > cfg.pull_threshold_size_for_queue
+            or pq.max_span() > cfg.consume_max_span
+        ):
+            return FLOW_CONTROL_DELAY
+        mq = state.message_queue
+        offset = await self._next_pull_offset(state)
+        if offset < 0:
+            return self._exception_delay()
+        generation = state.generation
+        sub = self.rebalance_impl.subscription_inner.get(mq.topic) or build_subscription(mq.topic, "*")
+        client = self.client
+        addr = client.find_broker_address_in_subscribe(mq.broker_name)
+        if addr is None:
+            await client.update_topic_route_info_from_name_server(mq.topic)
+            addr = client.find_broker_address_in_subscribe(mq.broker_name)
+            if addr is None:
+                return self._exception_delay()
+        header = PullMessageRequestHeader(
+            consumer_group=self._group_wire,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=offset,
+            max_msg_nums=cfg.pull_batch_size,
+            sys_flag=_PULL_FLAGS,
+            commit_offset=0,
+            suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
+            sub_version=sub.sub_version,
+            subscription=sub.sub_string,
+            expression_type=sub.expression_type,
+            broker_name=mq.broker_name,
+        )
+        begin = time.monotonic()
+        result = await client.api.pull_message(
+            addr,
+            header,
+            cfg.consumer_timeout_millis_when_suspend / 1000.0,
+            tags=frozenset(sub.tags_set) if sub.tags_set else None,
+        )
+        if state.generation != generation or pq.dropped:
+            return 0.0  # a seek (or a drop) happened meanwhile: this answer is stale
+        if result.status is PullStatus.FOUND and result.messages:
+            msgs = result.messages
+            self.stats.inc_pull_rt(self._group_wire, mq.topic, (time.monotonic() - begin) * 1000.0)
+            self.stats.inc_pull_tps(self._group_wire, mq.topic, len(msgs))
+            pq.put_messages(msgs, result.max_offset)
+            self._cache.append(PolledBatch(msgs, state))
+            self._wake()
+        elif result.status is PullStatus.OFFSET_ILLEGAL:
+            log.warning("The pull request offset illegal, %s, %s", mq, result)
+        state.pull_offset = result.next_begin_offset
+        return 0.0
+
+    async def _next_pull_offset(self, state: AssignedQueue) -> int:
+        if state.seek_offset >= 0:
+            offset = state.seek_offset
+            state.consume_offset = offset
+            state.seek_offset = -1
+            state.pull_offset = offset
+            return offset
+        if state.pull_offset >= 0:
+            if state.consume_offset < 0:
+                state.consume_offset = state.pull_offset
+            return state.pull_offset
+        offset = await self.rebalance_impl.compute_pull_from_where(state.message_queue)
+        if offset >= 0:
+            state.pull_offset = offset
+            if state.consume_offset < 0:
+                state.consume_offset = offset
+        return offset
+
+    # -- poll --------------------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        """The next pulled batch (one queue, up to pull_batch_size messages), waiting up to
+        ``timeout`` seconds (default poll_timeout_millis); [] when nothing arrived in time."""
+        if self.service_state is not ServiceState.RUNNING:
+            raise ServiceStateError("The consumer not running, please start it first.")
+        if self.auto_commit:
+            self._maybe_auto_commit()
+        wait = self.config.poll_timeout_millis / 1000.0 if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            cache = self._cache
+            while cache:
+                batch = cache.popleft()
+                state = batch.state
+                if state.process_queue.dropped or batch.generation != state.generation:
+                    continue
+                offset = state.process_queue.remove_messages(batch.msgs)
+                if offset >= 0:
+                    state.consume_offset = offset
+                msgs = batch.msgs
+                if state.message_queue.topic == self._retry_topic:
+                    msgs = reset_retry_topic(msgs, self._retry_topic)
+                return msgs
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self.service_state is not ServiceState.RUNNING:
+                return []
+            waiter = self._waiter
+            if waiter is None or waiter.done():
+                waiter = self._waiter = loop.create_future()
+            handle = loop.call_later(remaining, settle, waiter)
+            try:
+                await waiter
+            finally:
+                handle.cancel()
+
+    # -- positions ---------------------------------------------------------------------------------
+
+    def _state(self, mq: MessageQueue) -> AssignedQueue:
+        state = self._assigned.get(mq)
+        if state is None:
+            raise InvalidArgument(f"The message queue is not in assigned list, may be rebalancing, {mq}")
+        return state
+
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Read ``mq`` from ``offset`` next; InvalidArgument outside [min offset, max offset]."""
+        state = self._state(mq)
+        lo, hi = await self.min_offset(mq), await self.max_offset(mq)
+        if offset < lo or offset > hi:
+            raise InvalidArgument(
+                f"Seek offset illegal, seek offset = {offset}, min offset = {lo}, max offset = {hi}"
+            )
+        state.generation += 1
+        state.seek_offset = offset
+        state.process_queue.clear()
+        self._cache = collections.deque(b for b in self._cache if b.state is not state)
+        if state.task is not None:
+            state.task.cancel()  # a long poll at the old position would only hold us up
+        self._start_pull(state)
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.min_offset(mq))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.max_offset(mq))
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self.client.api.get_min_offset(await broker_addr_for_admin(self.client, mq), mq)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self.client.api.get_max_offset(await broker_addr_for_admin(self.client, mq), mq)
+
+    async def offset_for_timestamp(self, mq: MessageQueue, timestamp: int) -> int:
+        return await self.client.api.search_offset(
+            await broker_addr_for_admin(self.client, mq), mq, timestamp
+        )
+
+    # -- commits -----------------------------------------------------------------------------------
+
+    def _commit_consumed(self) -> dict[MessageQueue, int]:
+        done = {}
+        for mq, state in self._assigned.items():
+            if state.consume_offset >= 0 and not state.process_queue.dropped:
+                self.offset_store.update_offset(mq, state.consume_offset, False)
+                done[mq] = state.consume_offset
+        return done
+
+    def _maybe_auto_commit(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_auto_commit:
+            self._next_auto_commit = now + self.config.auto_commit_interval_millis / 1000.0
+            self._commit_consumed()
+            if self.config.message_model is MessageModel.BROADCASTING:
+                self._spawn(self.offset_store.persist_all(set(self._assigned)))
+
+    async def _auto_commit_loop(self) -> None:
+        interval = self.config.auto_commit_interval_millis / 1000.0
+        while True:
+            await asyncio.sleep(interval)
+            if self.auto_commit:
+                try:
+                    self._maybe_auto_commit()
+                except Exception:
+                    log.exception("auto commit failed")
+
+    async def commit_sync(
+        self, offsets: Mapping[MessageQueue, int] | None = None, persist: bool = True
+    ) -> None:
+        """Store what poll() handed out so far (or the given offsets), and persist it now."""
+        if offsets is None:
+            done = self._commit_consumed()
+        else:
+            done = {}
+            for mq, offset in offsets.items():
+                if mq not in self._assigned:
+                    log.warning("commit offset of %s, but it is not assigned", mq)
+                    continue
+                self.offset_store.update_offset(mq, offset, False)
+                done[mq] = offset
+        if persist and done:
+            await self.offset_store.persist_all(set(self._assigned))
+
+    async def commit(self, message_queues: Iterable[MessageQueue], persist: bool = True) -> None:
+        """Commit only these queues' consumed offsets."""
+        offsets = {}
+        for mq in message_queues:
+            state = self._assigned.get(mq)
+            if state is not None and state.consume_offset >= 0:
+                offsets[mq] = state.consume_offset
+        await self.commit_sync(offsets, persist)
+
+    async def committed(self, mq: MessageQueue) -> int:
+        """The stored offset of ``mq`` (-1 if none)."""
+        return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+
+    def subscription_data(self, topic: str) -> SubscriptionData | None:
+        return self.rebalance_impl.subscription_inner.get(self.config.with_namespace(topic))

@@ -1,0 +1,106 @@
+"""Subscriptions and consumer options: what push and lite-pull consumers share besides rebalancing.
+
+``build_subscription`` is RocketMQ's FilterAPI.buildSubscriptionData for TAG expressions (the only
+kind a rocketq broker filters by): ``"*"`` or ``"A || B"``; tags become the tag set and their Java
+hash codes the code set the broker filters with. A malformed expression is refused at the call
+site, before anything is sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from rocketq.client.config import ClientConfig
+from rocketq.client.consumer.types import DEFAULT_CONSUMER_GROUP, ConsumerConfig
+from rocketq.client.producer.validators import check_topic
+from rocketq.codec.bodies import ConsumeFromWhere, MessageModel, SubscriptionData
+from rocketq.codec.message import MessageConst, MessageExt, java_string_hash
+from rocketq.errors import InvalidArgument, InvalidMessage
+
+__all__ = ["SUB_ALL", "build_subscription", "check_subscribe_topic", "reset_retry_topic", "split_options"]
+
+SUB_ALL = "*"
+
+_C = TypeVar("_C", bound=ConsumerConfig)
+
+
+def check_subscribe_topic(topic: str) -> None:
+    """A topic name a consumer may subscribe to; ``InvalidArgument`` otherwise."""
+    try:
+        check_topic(topic)
+    except InvalidMessage as e:
+        raise InvalidArgument(str(e)) from None
+
+
+def build_subscription(topic: str, sub_expression: str | None) -> SubscriptionData:
+    """SubscriptionData of a TAG expression; ``InvalidArgument`` if it names no tag."""
+    if sub_expression is not None and not isinstance(sub_expression, str):
+        raise InvalidArgument(
+            f"the subscription expression must be a string, not {type(sub_expression).__name__}"
+        )
+    now = int(time.time() * 1000)
+    expr = (sub_expression or "").strip()
+    if not expr or expr == SUB_ALL:
+        return SubscriptionData(topic=topic, sub_string=SUB_ALL, sub_version=now)
+    tags = tuple(dict.fromkeys(t.strip() for t in expr.split("||") if t.strip()))
+    if not tags:
+        raise InvalidArgument(f"subString split error: {sub_expression!r} names no tag (use '*' for all)")
+    return SubscriptionData(
+        topic=topic,
+        sub_string=expr,
+        tags_set=tags,
+        code_set=tuple(java_string_hash(t) for t in tags),
+        sub_version=now,
+    )
+
+
+def reset_retry_topic(msgs: Sequence[MessageExt], retry_topic: str) -> list[MessageExt]:
+    """Messages pulled from %RETRY%<group> shown under the topic they were first sent to."""
+    out = []
+    for m in msgs:
+        original = m.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
+        if original and m.topic == retry_topic:
+            m = dataclasses.replace(m, topic=original)
+        out.append(m)
+    return out
+
+
+def _enum_option(enum_type: Any, value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return enum_type[value.upper()]
+        except KeyError:
+            raise InvalidArgument(f"{value!r} is not a {enum_type.__name__}") from None
+    return value
+
+
+def split_options(
+    cls: type[_C],
+    consumer_group: str | None,
+    namesrv_addr: str | None,
+    config: _C | None,
+    config_base: ClientConfig | None,
+    fields: Mapping[str, Any],
+) -> _C:
+    """The consumer config from a constructor's arguments (any ClientConfig or ``cls`` field)."""
+    options = dict(fields)
+    for key, enum_type in (("message_model", MessageModel), ("consume_from_where", ConsumeFromWhere)):
+        if key in options:
+            options[key] = _enum_option(enum_type, options[key])
+    if namesrv_addr is not None:
+        options["namesrv_addr"] = namesrv_addr
+    if consumer_group is not None:
+        options["consumer_group"] = consumer_group
+    if config is not None:
+        return dataclasses.replace(config, **options) if options else config
+    if config_base is not None:
+        base = {f.name: getattr(config_base, f.name) for f in dataclasses.fields(ClientConfig)}
+        options = {**base, **options}
+    options.setdefault("consumer_group", DEFAULT_CONSUMER_GROUP)
+    try:
+        return cls(**options)
+    except TypeError as e:
+        raise InvalidArgument(f"bad consumer option: {e}") from None
