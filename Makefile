@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[test,dev,compat,spark]'
+	$(BIN)/pip install -q -e '.[test,dev,compat,spark,plot]'
 	touch $(STAMP)
 
 $(COMPAT_NODE)/node_modules/.installed: $(COMPAT_NODE)/package.json $(COMPAT_NODE)/package-lock.json

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import rocketq
-from rocketq.cli import serve
+from rocketq.cli import admin, bench, serve
 from rocketq.cli.errors import CliError, UsageError
 from rocketq.errors import ConfigError
 
@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rocketq {rocketq.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve.add_commands(commands)
+    bench.add_commands(commands)
+    admin.add_command(commands)
     return parser
 
 

@@ -26,6 +26,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     BrokerController.registerProcessor).
     """
     from rocketq.broker.processors.admin import AdminBrokerProcessor
+    from rocketq.broker.processors.admin_group import AdminGroupProcessor
     from rocketq.broker.processors.client_manage import ClientManageProcessor
     from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
     from rocketq.broker.processors.pull import PullMessageProcessor
@@ -38,6 +39,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     client = ClientManageProcessor(ctl)
     consumer = ConsumerManageProcessor(ctl)
     admin = AdminBrokerProcessor(ctl)
+    admin_group = AdminGroupProcessor(ctl)
 
     table: list[tuple[int, Any]] = [
         # producers
@@ -61,6 +63,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         # queries
         (C.QUERY_MESSAGE, query.query_message),
         (C.VIEW_MESSAGE_BY_ID, query.view_message_by_id),
+        (C.QUERY_CONSUME_QUEUE, query.query_consume_queue),
         # admin
         (C.UPDATE_AND_CREATE_TOPIC, admin.update_and_create_topic),
         (C.DELETE_TOPIC_IN_BROKER, admin.delete_topic),
@@ -83,6 +86,13 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         (C.GET_CONSUME_STATS, admin.get_consume_stats),
         (C.GET_CONSUMER_CONNECTION_LIST, admin.get_consumer_connection_list),
         (C.GET_PRODUCER_CONNECTION_LIST, admin.get_producer_connection_list),
+        (C.GET_BROKER_CONSUME_STATS, admin.get_broker_consume_stats),
+        (C.CLEAN_EXPIRED_CONSUMEQUEUE, admin.clean_expired_consume_queue),
+        (C.VIEW_BROKER_STATS_DATA, admin.view_broker_stats_data),
+        (C.INVOKE_BROKER_TO_RESET_OFFSET, admin_group.reset_offset),
+        (C.CLONE_GROUP_OFFSET, admin_group.clone_group_offset),
+        (C.GET_CONSUMER_RUNNING_INFO, admin_group.get_consumer_running_info),
+        (C.CONSUME_MESSAGE_DIRECTLY, admin_group.consume_message_directly),
     ]
     schedule = ctl.schedule_service
     if schedule is not None:
@@ -93,4 +103,4 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     for code, handler in table:
         register(int(code), handler)
     return {"send": send, "pull": pull, "query": query, "client_manage": client,
-            "consumer_manage": consumer, "admin": admin}
+            "consumer_manage": consumer, "admin": admin, "admin_group": admin_group}

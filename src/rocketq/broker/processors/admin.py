@@ -7,6 +7,7 @@ updateBrokerConfig, ...) and clients (GET_MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -20,6 +21,7 @@ from rocketq.codec.bodies import KVTable, SubscriptionGroupConfig, TopicConfig, 
 from rocketq.codec.codes import LanguageCode, ResponseCode
 from rocketq.codec.headers import (
     BoundaryType,
+    CommandHeader,
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
@@ -33,6 +35,7 @@ from rocketq.codec.headers import (
     GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     SearchOffsetRequestHeader,
+    header,
 )
 from rocketq.config import dump_properties, parse_properties
 from rocketq.errors import (
@@ -48,11 +51,35 @@ from rocketq.errors import (
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
+    from rocketq.broker.filter import Subscription
     from rocketq.codec.command import RemotingCommand
 
 log = logging.getLogger("rocketq.broker.admin")
 
 MAX_QUEUE_NUMS = 1024
+
+# BrokerStatsManager names VIEW_BROKER_STATS_DATA answers (what `mqadmin statsAll` asks for).
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+BROKER_GET_NUMS = "BROKER_GET_NUMS"
+# StatsItem's three windows: minute, hour, day (seconds).
+STATS_WINDOWS = (("statsMinute", 60), ("statsHour", 3600), ("statsDay", 86400))
+
+
+@header
+class GetConsumeStatsInBrokerHeader(CommandHeader):
+    """GET_BROKER_CONSUME_STATS (317); the Java field is the boolean ``isOrder``."""
+
+    is_order: bool = False
+
+
+@header
+class ViewBrokerStatsDataRequestHeader(CommandHeader):
+    """VIEW_BROKER_STATS_DATA (315): a BrokerStatsManager item by name and key."""
+
+    stats_name: str
+    stats_key: str
 
 
 def parse_attributes(text: str | None, current: dict[str, str]) -> dict[str, str]:
@@ -93,6 +120,13 @@ def _connection(info: Any) -> dict[str, object]:
     """RocketMQ's Connection body member for one client channel."""
     return {"clientAddr": info.address, "clientId": info.client_id,
             "language": _language_name(info.language), "version": info.version}
+
+
+def subscription_json(topic: str, sub: Subscription) -> dict[str, object]:
+    """SubscriptionData as RocketMQ's admin bodies carry it."""
+    return {"classFilterMode": sub.class_filter_mode, "codeSet": sorted(sub.codes or ()),
+            "expressionType": sub.expression_type, "subString": sub.sub_string,
+            "subVersion": sub.sub_version, "tagsSet": list(sub.tags), "topic": topic}
 
 
 def topic_stats_json(topic: str, broker_name: str, rows: list[tuple[int, int, int, int]]) -> bytes:
@@ -254,15 +288,21 @@ class AdminBrokerProcessor:
     def get_consume_stats(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         """ConsumeStats: per queue the broker's max offset, the group's committed offset and its time."""
         h = GetConsumeStatsRequestHeader.from_ext(request.ext_fields)
-        ctl = self._ctl
         group = h.consumer_group
-        topics = [h.topic] if h.topic else sorted(ctl.offset_manager.which_topic_by_consumer(group))
+        topics = [h.topic] if h.topic else sorted(self._ctl.offset_manager.which_topic_by_consumer(group))
+        body = self._consume_stats_json(group, topics, order_only=False)[0]
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    def _consume_stats_json(self, group: str, topics: list[str], order_only: bool) -> tuple[bytes, int, int]:
+        """One ConsumeStats body (fastjson's MessageQueue-keyed map), its total diff and queue count."""
+        ctl = self._ctl
         online = ctl.consumer_manager.get_consumer_group_info(group)
         store = ctl.store
         entries = []
+        total_diff = 0
         for topic in topics:
             cfg = ctl.topic_manager.select_topic_config(topic)
-            if cfg is None:
+            if cfg is None or (order_only and not cfg.order):
                 continue
             if online is not None and online.subscription_table and not online.find_subscription_data(topic):
                 continue  # the group is online and does not subscribe this topic
@@ -272,10 +312,36 @@ class AdminBrokerProcessor:
                 last = 0
                 if consumer_offset > 0:
                     last = max(0, store.get_message_store_timestamp(topic, qid, consumer_offset - 1))
+                total_diff += broker_offset - consumer_offset
                 entries.append(f'{_mq_key(topic, ctl.broker_name, qid)}:{{"brokerOffset":{broker_offset},'
                                f'"consumerOffset":{consumer_offset},"lastTimestamp":{last},'
                                f'"pullOffset":{consumer_offset}}}')
         body = ('{"consumeTps":0.0,"offsetTable":{' + ",".join(entries) + "}}").encode()
+        return body, total_diff, len(entries)
+
+    def get_broker_consume_stats(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """GET_BROKER_CONSUME_STATS: ConsumeStatsList, every group's ConsumeStats per topic it committed.
+
+        ``mqadmin brokerConsumeStats`` reads it; like the other offset tables it is fastjson's
+        MessageQueue-keyed form inside an ordinary JSON list.
+        """
+        h = GetConsumeStatsInBrokerHeader.from_ext(request.ext_fields)
+        ctl = self._ctl
+        groups: list[bytes] = []
+        total_diff = 0
+        for group in sorted(ctl.subscription_manager.table):
+            topics = sorted(ctl.offset_manager.which_topic_by_consumer(group))
+            stats = []
+            for topic in topics:
+                body, diff, queues = self._consume_stats_json(group, [topic], h.is_order)
+                if not queues:
+                    continue
+                stats.append(body)
+                total_diff += diff
+            groups.append(orjson.dumps(group) + b":[" + b",".join(stats) + b"]")
+        body = (b'{"brokerAddr":' + orjson.dumps(ctl.address) + b',"consumeStatsList":['
+                + b",".join(b"{" + g + b"}" for g in groups)
+                + b'],"totalDiff":' + str(total_diff).encode() + b',"totalInflightDiff":0}')
         return request.make_response(ResponseCode.SUCCESS, None, None, body)
 
     def get_consumer_connection_list(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
@@ -284,12 +350,7 @@ class AdminBrokerProcessor:
         if info is None or not info.channel_info_table:
             raise ServerError(f"the consumer group[{h.consumer_group}] not online",
                               code=ResponseCode.CONSUMER_NOT_ONLINE)
-        subscriptions = {
-            topic: {"classFilterMode": sub.class_filter_mode, "codeSet": sorted(sub.codes or ()),
-                    "expressionType": sub.expression_type, "subString": sub.sub_string,
-                    "subVersion": sub.sub_version, "tagsSet": list(sub.tags), "topic": topic}
-            for topic, sub in info.subscription_table.items()
-        }
+        subscriptions = {t: subscription_json(t, sub) for t, sub in info.subscription_table.items()}
         body = orjson.dumps({
             "connectionSet": [_connection(c) for c in info.channel_info_table.values()],
             "consumeFromWhere": info.consume_from_where, "consumeType": info.consume_type,
@@ -304,6 +365,86 @@ class AdminBrokerProcessor:
             raise SystemError_(f"the producer group[{h.producer_group}] not exist")
         body = orjson.dumps({"connectionSet": [_connection(c) for c in channels.values()]})
         return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    # -- store maintenance and statistics -------------------------------------------------------------
+
+    def clean_expired_consume_queue(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """CLEAN_EXPIRED_CONSUMEQUEUE: drop consume-queue files (and whole queues) that only point
+        below the commit log's first offset, as DefaultMessageStore.cleanExpiredConsumerQueue."""
+        ctl = self._ctl
+        store = ctl.store
+        min_phy = store.min_phy_offset
+        log.info("AdminBrokerProcessor#cleanExpiredConsumeQueue: start, caller=%s", channel.remote_address)
+        files = 0
+        alive: dict[str, bool] = {}
+        for (topic, _), cq in list(store.consume_queues.items()):
+            if ctl.topic_manager.is_system_topic(topic) and not topic.startswith(
+                    (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+                continue
+            files += cq.delete_expired(min_phy)
+            last = cq.entry(cq.max_offset - 1) if cq.max_offset > 0 else None
+            expired = last is not None and last[0] < min_phy
+            alive[topic] = alive.get(topic, False) or not expired
+        dead = sorted(t for t, live in alive.items() if not live)
+        queues = store.delete_topics(dead) if dead else 0
+        log.info("AdminBrokerProcessor#cleanExpiredConsumeQueue: end, %d files, %d queues of %s removed",
+                 files, queues, dead)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def view_broker_stats_data(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """VIEW_BROKER_STATS_DATA: BrokerStatsData (sum / tps / avgpt per minute, hour and day).
+
+        Counts come from the store itself: a topic's puts in a window are the consume-queue entries
+        stored since the window began, and a group's gets are those of them below its committed
+        offset (exact for a group that keeps up, a lower bound for one catching up). Nothing is
+        counted on the hot paths for it.
+        """
+        h = ViewBrokerStatsDataRequestHeader.from_ext(request.ext_fields)
+        now = int(time.time() * 1000)
+        ctl = self._ctl
+        name, key = h.stats_name, h.stats_key
+        if name == TOPIC_PUT_NUMS:
+            counts = self._window_counts([(key, None)], now)
+        elif name == GROUP_GET_NUMS and "@" in key:
+            topic, _, group = key.partition("@")
+            counts = self._window_counts([(topic, group)], now)
+        elif name in (BROKER_PUT_NUMS, BROKER_GET_NUMS) and key == ctl.cluster_name:
+            tm = ctl.topic_manager
+            pairs: list[tuple[str, str | None]]
+            if name == BROKER_PUT_NUMS:
+                pairs = [(t, None) for t in sorted(tm.table) if not tm.is_system_topic(t)]
+            else:
+                pairs = [(k.partition("@")[0], k.partition("@")[2]) for k in ctl.offset_manager.offset_table]
+            counts = self._window_counts(pairs, now)
+        else:
+            counts = None
+        if counts is None:
+            raise SystemError_(f"The stats <{name}> <{key}> not exist")
+        body = {label: {"avgpt": 0.0, "sum": n, "tps": round(n / seconds, 2)}
+                for (label, seconds), n in zip(STATS_WINDOWS, counts, strict=True)}
+        return request.make_response(ResponseCode.SUCCESS, None, None, orjson.dumps(body))
+
+    def _window_counts(self, pairs: list[tuple[str, str | None]], now: int) -> list[int] | None:
+        """Messages stored in each window (group given: those below the group's offsets)."""
+        ctl = self._ctl
+        store = ctl.store
+        totals = [0] * len(STATS_WINDOWS)
+        known = False
+        for topic, group in pairs:
+            cfg = ctl.topic_manager.select_topic_config(topic)
+            if cfg is None:
+                continue
+            known = True
+            for qid in range(max(cfg.read_queue_nums, cfg.write_queue_nums)):
+                end = store.get_max_offset_in_queue(topic, qid)
+                if group is not None:
+                    end = min(end, ctl.offset_manager.query_offset(group, topic, qid))
+                if end <= 0:
+                    continue
+                for i, (_, seconds) in enumerate(STATS_WINDOWS):
+                    start = store.get_offset_in_queue_by_time(topic, qid, now - seconds * 1000)
+                    totals[i] += max(0, end - start)
+        return totals if known else None
 
     # -- runtime info and config ------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
-"""QueryMessageProcessor: QUERY_MESSAGE (by key / UNIQ_KEY through the index) and VIEW_MESSAGE_BY_ID.
+"""QueryMessageProcessor: QUERY_MESSAGE (by key / UNIQ_KEY through the index), VIEW_MESSAGE_BY_ID
+and QUERY_CONSUME_QUEUE (``mqadmin queryCq``: raw consume-queue entries).
 
-Both answer with raw stored records (PROTOCOL.md §3.1), handed to the transport as slices of the
-mapped commit log, never copied.
+The message queries answer with raw stored records (PROTOCOL.md §3.1), handed to the transport as
+slices of the mapped commit log, never copied.
 """
 
 from __future__ import annotations
@@ -9,8 +10,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from rocketq.broker.processors.admin import subscription_json
 from rocketq.codec.codes import ResponseCode
-from rocketq.codec.headers import QueryMessageRequestHeader, ViewMessageRequestHeader
+from rocketq.codec.headers import (
+    CommandHeader,
+    Long,
+    QueryMessageRequestHeader,
+    ViewMessageRequestHeader,
+    header,
+)
 from rocketq.errors import InvalidParameter, SystemError_
 
 if TYPE_CHECKING:
@@ -18,6 +28,18 @@ if TYPE_CHECKING:
     from rocketq.codec.command import RemotingCommand
 
 log = logging.getLogger("rocketq.broker.query")
+
+# An admin asks for a screenful; the cap keeps one request from walking a whole queue.
+MAX_QUERY_CONSUME_QUEUE_COUNT = 1000
+
+
+@header
+class QueryConsumeQueueRequestHeader(CommandHeader):
+    topic: str
+    queue_id: int
+    index: Long
+    count: int
+    consumer_group: str | None = None
 
 
 class QueryMessageProcessor:
@@ -50,3 +72,30 @@ class QueryMessageProcessor:
         if record is None:
             raise SystemError_(f"can not find message by the offset, {h.offset}")
         return request.make_response(ResponseCode.SUCCESS, None, None, [record])
+
+    def query_consume_queue(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """QueryConsumeQueueResponseBody: ``count`` entries from ``index`` with the queue's bounds."""
+        h = QueryConsumeQueueRequestHeader.from_ext(request.ext_fields)
+        ctl = self._ctl
+        cq = ctl.store.consume_queues.get((h.topic, h.queue_id))
+        if cq is None:
+            raise SystemError_(f"{h.queue_id}@{h.topic} is not exist!")
+        body: dict[str, object] = {"maxQueueIndex": cq.max_offset, "minQueueIndex": cq.min_offset}
+        if h.consumer_group is not None:
+            sub = ctl.consumer_manager.find_subscription_data(h.consumer_group, h.topic)
+            if sub is None:
+                body["filterData"] = f"{h.consumer_group}@{h.topic} is not online!"
+            else:
+                body["subscriptionData"] = subscription_json(h.topic, sub)
+        count = max(0, min(h.count, MAX_QUERY_CONSUME_QUEUE_COUNT))
+        queue_data = []
+        for index in range(max(h.index, cq.min_offset), min(h.index + count, cq.max_offset)):
+            entry = cq.entry(index)
+            if entry is None:
+                break
+            phys, size, tags = entry
+            queue_data.append({"eval": False, "physicOffset": phys, "physicSize": size, "tagsCode": tags})
+        body["queueData"] = queue_data
+        remark = None if queue_data or h.index < cq.max_offset else (
+            f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!")
+        return request.make_response(ResponseCode.SUCCESS, remark, None, orjson.dumps(body))

@@ -1,0 +1,212 @@
+"""`rocketq admin` cluster, broker and name-server commands against a real `rocketq up`: clusterList,
+clusterRT, brokerStatus, brokerConsumeStats, getBrokerConfig, updateBrokerConfig (safe-key rule),
+cleanExpiredCQ, statsAll, wipeWritePerm/addWritePerm, getNamesrvConfig, updateKvConfig, deleteKvConfig;
+and what a user sees when the cluster is down or the command line is wrong (real subprocesses)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from tests.harness import Cluster, rocketq_command, server_available, start_cluster, unique_name
+from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+
+from rocketq.admin import SyncAdminClient
+from rocketq.errors import NoPermission
+
+_ok, _why = server_available()
+pytestmark = [pytest.mark.timeout(60), pytest.mark.skipif(not _ok, reason=_why)]
+
+CLUSTER = "DefaultCluster"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("admin-cluster"), *SMALL_STORE)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
+    return AdminRun(capsys, cluster.namesrv)
+
+
+def _broker_name(admin: AdminRun) -> str:
+    rows = admin.json("clusterList")
+    return str(rows[0]["brokerName"])
+
+
+def test_cluster_list_status_and_rt(cluster: Cluster, admin: AdminRun) -> None:
+    rows = admin.json("clusterList", "-m")
+    assert [(r["clusterName"], r["brokerId"], r["addr"], r["error"]) for r in rows] == [
+        (CLUSTER, 0, cluster.broker, None)
+    ]
+    assert rows[0]["version"] and "putTps" in rows[0]["runtime"]
+    assert admin.json("clusterList", "-c", CLUSTER) and "not found" in admin.fails(
+        "clusterList", "-c", "Nope", code=2
+    )
+
+    status = admin.json("brokerStatus", "-b", cluster.broker)
+    assert status[cluster.broker]["brokerVersionDesc"] and "msgPutTotalTodayNow" in status[cluster.broker]
+    assert list(admin.json("brokerStatus", "-c", CLUSTER)) == [cluster.broker]
+
+    rt = admin.json("clusterRT", "-a", "5")
+    assert [(r["cluster"], r["sent"], r["failed"]) for r in rt] == [(CLUSTER, 5, 0)]
+
+
+def test_broker_config_get_update_and_the_safe_key_rule(cluster: Cluster, admin: AdminRun) -> None:
+    config = admin.json("getBrokerConfig", "-b", cluster.broker)[cluster.broker]
+    assert config["brokerClusterName"] == CLUSTER and "defaultQueryMaxNum" in config
+    out = admin.json("updateBrokerConfig", "-b", cluster.broker, "-k", "defaultQueryMaxNum", "-v", "77")
+    assert out["brokers"] == [cluster.broker]
+    assert admin.json("getBrokerConfig", "-c", CLUSTER)[cluster.broker]["defaultQueryMaxNum"] == "77"
+
+    # Keys naming a path or command are refused by the CLI ...
+    line = admin.fails(
+        "updateBrokerConfig", "-b", cluster.broker, "-k", "storePathRootDir", "-v", "/tmp/x", code=2
+    )
+    assert "path or command" in line
+    assert (
+        "unknown"
+        in admin.fails("updateBrokerConfig", "-c", CLUSTER, "-k", "noSuchKey", "-v", "1", code=2).lower()
+    )
+    # ... and by the broker itself, whatever client asks (CVE-2023-33246).
+    with SyncAdminClient(cluster.namesrv) as a, pytest.raises(NoPermission):
+        a.update_broker_config(cluster.broker, {"rocketmqHome": "/tmp/evil"})
+    assert (
+        admin.json("getBrokerConfig", "-b", cluster.broker)[cluster.broker].get("rocketmqHome", "")
+        != "/tmp/evil"
+    )
+
+
+def test_consume_stats_clean_cq_and_stats_all(cluster: Cluster, admin: AdminRun) -> None:
+    topic, group = unique_name("AdmStat"), unique_name("sg")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "2", "-w", "2")
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    for i in range(4):
+        admin.json("sendMessage", "-t", topic, "-p", f"s{i}", "-i", str(i % 2))
+    admin.json("updateSubGroup", "-g", group, "-c", CLUSTER)
+    admin.json("resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
+    admin.json(
+        "resetOffsetByTime", "-g", group, "-t", topic, "-s", "now", "-b", cluster.broker, "-q", "0", "-o", "2"
+    )
+
+    stats = admin.json("brokerConsumeStats", "-b", cluster.broker)
+    mine = sorted(
+        (q["queueId"], q["brokerOffset"], q["consumerOffset"], q["diff"])
+        for q in stats["queues"]
+        if q["group"] == group
+    )
+    assert mine == [(0, 2, 2, 0), (1, 2, 0, 2)]
+    assert stats["totalDiff"] >= 2
+    assert [
+        q
+        for q in admin.json("brokerConsumeStats", "-b", cluster.broker, "-l", "1")["queues"]
+        if q["group"] == group
+    ] == [q for q in stats["queues"] if q["group"] == group and q["diff"] >= 1]
+
+    assert admin.json("cleanExpiredCQ", "-c", CLUSTER) == {"brokers": [cluster.broker], "success": True}
+    assert admin.json("topicStatus", "-t", topic)[0]["maxOffset"] == 2  # nothing live was dropped
+
+    rows = {r["topic"]: r for r in admin.json("statsAll")}
+    row = rows[topic]
+    assert (row["consumerGroup"], row["accumulation"], row["inMsg24Hour"], row["outMsg24Hour"]) == (
+        group,
+        2,
+        4,
+        2,
+    )
+    assert row["inTps"] > 0
+    assert "TBW102" not in rows and CLUSTER not in rows
+    only = admin.json("statsAll", "-t", topic, "-a")
+    assert [r["topic"] for r in only] == [topic]
+
+
+def test_write_perm_and_namesrv_config(cluster: Cluster, admin: AdminRun) -> None:
+    topic = unique_name("AdmPerm")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER)
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    name = _broker_name(admin)
+    wiped = admin.json("wipeWritePerm", "-b", name)
+    assert wiped["namesrvs"][0]["namesrvAddr"] == cluster.namesrv and wiped["namesrvs"][0]["topicCount"] > 0
+    assert admin.json("topicRoute", "-t", topic)["queueDatas"][0]["perm"] == 4
+    added = admin.json("addWritePerm", "-b", name)
+    assert added["namesrvs"][0]["topicCount"] > 0
+    assert admin.json("topicRoute", "-t", topic)["queueDatas"][0]["perm"] == 6
+
+    config = admin.json("getNamesrvConfig")[cluster.namesrv]
+    assert "orderMessageEnable" in config
+    admin.json("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
+    assert admin.json("getNamesrvConfig")[cluster.namesrv]["orderMessageEnable"] == "true"
+    assert "path or command" in admin.fails(
+        "updateNamesrvConfig", "-k", "kvConfigPath", "-v", "/tmp/x", code=2
+    )
+
+    ns = unique_name("NS")
+    assert admin.json("updateKvConfig", "-s", ns, "-k", "k1", "-v", "v1") == {
+        "namespace": ns,
+        "key": "k1",
+        "value": "v1",
+    }
+    with SyncAdminClient(cluster.namesrv) as a:
+        assert a.get_kv_config(ns, "k1") == "v1"
+        admin.json("deleteKvConfig", "-s", ns, "-k", "k1")
+        assert a.get_kv_config(ns, "k1") is None
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [*rocketq_command(), "admin", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_errors_are_one_line_without_traceback(cluster: Cluster) -> None:
+    down = _run("clusterList", "-n", "127.0.0.1:1")
+    assert down.returncode == 1 and down.stdout == ""
+    assert down.stderr.count("\n") == 1 and "cannot connect" in down.stderr and "Traceback" not in down.stderr
+
+    unknown = _run("noSuchCommand")
+    assert (
+        unknown.returncode == 2 and "invalid choice" in unknown.stderr and "Traceback" not in unknown.stderr
+    )
+
+
+def test_human_output_is_tables(cluster: Cluster, admin: AdminRun) -> None:
+    topic, group = unique_name("AdmHuman"), unique_name("hg")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "2", "-w", "2")
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    sent = admin.json("sendMessage", "-t", topic, "-p", "human", "-k", "hk")
+    admin.json("updateSubGroup", "-g", group, "-c", CLUSTER)
+    admin.json("resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
+    eventually(lambda: admin.json("queryMsgByKey", "-t", topic, "-k", "hk"))
+    expected = {
+        ("clusterList", "-m"): "Broker Name",
+        ("brokerStatus", "-b", cluster.broker): "brokerVersionDesc",
+        ("topicStatus", "-t", topic): "Max Offset",
+        ("topicRoute", "-t", topic): "brokerDatas",
+        ("consumerProgress", "-g", group): "Diff Total: 1",
+        ("consumerProgress",): group,
+        ("brokerConsumeStats", "-b", cluster.broker): "ConsumerOffset",
+        ("queryMsgById", "-i", sent["offsetMsgId"]): "Message Body",
+        ("printMsg", "-t", topic): "human",
+        ("statsAll", "-t", topic): "InMsg24Hour",
+        ("getNamesrvConfig",): "listenPort",
+        ("wipeWritePerm", "-b", _broker_name(admin)): "Topics Changed",
+        ("addWritePerm", "-b", _broker_name(admin)): "Topics Changed",
+    }
+    for args, needle in expected.items():
+        code, out, err = admin.raw(*args)
+        assert code == 0 and err == "", f"{args}: {err}"
+        assert needle in out and ("┃" in out or "│" in out or "success" in out), f"{args}:\n{out}"

@@ -1,0 +1,139 @@
+"""`rocketq admin` message commands against a real `rocketq up`: sendMessage, queryMsgByKey,
+queryMsgById (offset id and unique key, with the consume track), queryMsgByUniqueKey,
+queryMsgByOffset, printMsg, consumeMessage, checkMsgSendRT."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.harness import Cluster, server_available, start_cluster, unique_name
+from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+
+from rocketq.admin import SyncAdminClient
+
+_ok, _why = server_available()
+pytestmark = [pytest.mark.timeout(60), pytest.mark.skipif(not _ok, reason=_why)]
+
+CLUSTER = "DefaultCluster"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("admin-msg"), *SMALL_STORE)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
+    return AdminRun(capsys, cluster.namesrv)
+
+
+@pytest.fixture(scope="module")
+def topic(cluster: Cluster) -> str:
+    name = unique_name("AdmMsg")
+    with SyncAdminClient(cluster.namesrv) as a:
+        a.create_topic(name, cluster=CLUSTER, read_queue_nums=2, write_queue_nums=2)
+        eventually(lambda: a.examine_topic_route_info(name))
+    return name
+
+
+def _send(admin: AdminRun, topic: str, body: str, *extra: str) -> dict[str, Any]:
+    sent: dict[str, Any] = admin.json("sendMessage", "-t", topic, "-p", body, *extra)
+    assert sent["sendStatus"] == "SEND_OK"
+    return sent
+
+
+def test_send_and_find_by_key_id_unique_key_and_offset(cluster: Cluster, admin: AdminRun, topic: str) -> None:
+    key = unique_name("order")
+    sent = _send(admin, topic, "payload-1", "-k", key, "-c", "TagA", "-i", "0")
+    _send(admin, topic, "other", "-k", unique_name("k"), "-i", "0")
+
+    found = eventually(lambda: admin.json("queryMsgByKey", "-t", topic, "-k", key))
+    assert [(m["body"], m["keys"], m["tags"], m["msgId"]) for m in found] == [
+        ("payload-1", key, "TagA", sent["msgId"])
+    ]
+
+    by_offset_id = admin.json("queryMsgById", "-i", sent["offsetMsgId"])
+    assert by_offset_id["body"] == "payload-1" and by_offset_id["storeHost"] == cluster.broker
+    by_unique = admin.json("queryMsgById", "-t", topic, "-i", sent["msgId"])
+    assert by_unique["offsetMsgId"] == sent["offsetMsgId"]
+    assert admin.json("queryMsgByUniqueKey", "-t", topic, "-i", sent["msgId"])["body"] == "payload-1"
+    assert len(admin.json("queryMsgByUniqueKey", "-t", topic, "-i", sent["msgId"], "-a")) == 1
+
+    at = admin.json(
+        "queryMsgByOffset",
+        "-t",
+        topic,
+        "-b",
+        _broker_name(admin, topic),
+        "-i",
+        "0",
+        "-o",
+        str(sent["queueOffset"]),
+    )
+    assert at["msgId"] == sent["msgId"]
+
+    assert "no message" in admin.fails("queryMsgById", "-t", topic, "-i", "NOT_AN_ID")
+    assert "no message" in admin.fails("queryMsgByUniqueKey", "-t", topic, "-i", "00FF")
+    assert admin.json("queryMsgByKey", "-t", topic, "-k", "never-used") == []
+
+
+def _broker_name(admin: AdminRun, topic: str) -> str:
+    name: str = admin.json("topicRoute", "-t", topic)["brokerDatas"][0]["brokerName"]
+    return name
+
+
+def test_message_track_shows_consume_status(cluster: Cluster, admin: AdminRun, topic: str) -> None:
+    group = unique_name("trk")
+    sent = _send(admin, topic, "tracked", "-i", "1")
+    admin.json("updateSubGroup", "-g", group, "-c", CLUSTER)
+    admin.json("resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
+    tracks = {t["consumerGroup"]: t for t in admin.json("queryMsgById", "-i", sent["offsetMsgId"])["tracks"]}
+    assert tracks[group]["trackType"] == "NOT_CONSUME_YET" and tracks[group]["online"] is False
+    admin.json("skipAccumulatedMessage", "-g", group, "-t", topic)
+    tracks = {t["consumerGroup"]: t for t in admin.json("queryMsgById", "-i", sent["offsetMsgId"])["tracks"]}
+    assert tracks[group]["trackType"] == "CONSUMED"
+
+
+def test_print_and_consume_messages(admin: AdminRun) -> None:
+    topic = unique_name("AdmPrint")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "2", "-w", "2")
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    before = int(time.time() * 1000) - 1
+    for i in range(5):
+        _send(admin, topic, f"p{i}", "-i", str(i % 2), "-c", "even" if i % 2 == 0 else "odd")
+    printed = admin.json("printMsg", "-t", topic)
+    assert sorted(m["body"] for m in printed) == [f"p{i}" for i in range(5)]
+    assert sorted(m["body"] for m in admin.json("printMsg", "-t", topic, "-s", "odd")) == ["p1", "p3"]
+    assert len(admin.json("printMsg", "-t", topic, "-b", str(before), "-e", "now", "--limit", "2")) == 2
+    assert admin.json("printMsg", "-t", topic, "-e", str(before)) == []
+
+    two = admin.json("consumeMessage", "-t", topic, "-c", "2")
+    assert len(two) == 2
+    name = _broker_name(admin, topic)
+    from_q1 = admin.json("consumeMessage", "-t", topic, "-b", name, "-i", "1", "-o", "1")
+    assert [m["body"] for m in from_q1] == ["p3"]
+    assert "needs -b" in admin.fails("consumeMessage", "-t", topic, "-i", "1", code=2)
+
+
+def test_check_msg_send_rt(admin: AdminRun, topic: str) -> None:
+    rt = admin.json("checkMsgSendRT", "-t", topic, "-a", "12", "-s", "64")
+    assert rt["amount"] == 12 and sum(b["sent"] for b in rt["brokers"]) == 12
+    assert all(b["failed"] == 0 for b in rt["brokers"]) and rt["avgRT"] > 0
+
+
+def test_tables_show_message_text_literally(admin: AdminRun, topic: str) -> None:
+    """Bodies and keys are shown as text: rich markup and terminal escapes are not interpreted."""
+    key = unique_name("mk")
+    _send(admin, topic, "[bold red]boom[/] \x1b[31mred", "-k", key)
+    eventually(lambda: admin.json("queryMsgByKey", "-t", topic, "-k", key))
+    code, out, err = admin.raw("queryMsgByKey", "-t", topic, "-k", key)
+    assert code == 0, err
+    assert "[bold red]boom[/]" in out
+    assert "\x1b" not in out and "\\x1b[31mred" in out
