@@ -38,9 +38,7 @@ def _server_ready() -> None:
     ok, why = server_available()
     if ok:
         return
-    if os.environ.get("ROCKETQ_REQUIRE_SERVER") == "1":
-        pytest.fail(f"ROCKETQ_REQUIRE_SERVER=1 but there is no server to test: {why}")
-    pytest.skip(f"no rocketq server to test against yet: {why}")
+    pytest.fail(f"there is no rocketq server to test against: {why}")
 
 
 @pytest.fixture(scope="session")

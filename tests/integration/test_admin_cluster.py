@@ -10,14 +10,13 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from tests.harness import Cluster, rocketq_command, server_available, start_cluster, unique_name
+from tests.harness import Cluster, rocketq_command, start_cluster, unique_name
 from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
 
 from rocketq.admin import SyncAdminClient
 from rocketq.errors import NoPermission
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(60), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(60)]
 
 CLUSTER = "DefaultCluster"
 

@@ -8,15 +8,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.harness import Cluster, server_available, start_cluster, unique_name
+from tests.harness import Cluster, start_cluster, unique_name
 from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
 
 import rocketq
 from rocketq import ConsumeStatus, Message
 from rocketq.client._sync import run_sync
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(90)]
 
 CLUSTER = "DefaultCluster"
 

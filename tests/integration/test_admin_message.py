@@ -9,13 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.harness import Cluster, server_available, start_cluster, unique_name
+from tests.harness import Cluster, start_cluster, unique_name
 from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
 
 from rocketq.admin import SyncAdminClient
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(60), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(60)]
 
 CLUSTER = "DefaultCluster"
 

@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.harness import Cluster, rocketq_command, run_process, server_available, start_cluster, unique_name
+from tests.harness import Cluster, rocketq_command, run_process, start_cluster, unique_name
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(90)]
 
 SEND_LINE = re.compile(
     r"^Current Time: [\d-]+ [\d:]+ \| Send TPS: (?P<tps>\d+) \| Max RT\(ms\): [\d.]+ \| "

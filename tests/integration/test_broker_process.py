@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.harness import server_available, start_cluster
+from tests.harness import start_cluster
 from tests.wire import (
     create_topic,
     decode_pull,
@@ -24,8 +24,7 @@ from rocketq.codec.codes import ResponseCode
 from rocketq.codec.message import decode_offset_msg_id
 from rocketq.remoting import RemotingClient
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(90)]
 
 
 async def test_rocketq_up_serves_sends_and_survives_restart(tmp_path: Path) -> None:

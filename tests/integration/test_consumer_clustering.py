@@ -18,7 +18,7 @@ import orjson
 import pytest
 from tests.wire import create_topic, get_route, wait_until
 
-from harness import Cluster, server_available, start_cluster, unique_name
+from harness import Cluster, start_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message
@@ -31,7 +31,6 @@ from rocketq.remoting import RemotingClient
 
 pytestmark = [
     pytest.mark.timeout(60),
-    pytest.mark.skipif(not server_available()[0], reason=server_available()[1]),
 ]
 
 SMALL_STORE = (

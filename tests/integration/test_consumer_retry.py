@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from tests.wire import create_topic, decode_pull, get_route, pull, wait_until
 
-from harness import Cluster, server_available, start_cluster, unique_name
+from harness import Cluster, start_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeConcurrentlyContext, ConsumeStatus, MessageModel
 from rocketq.client.message import Message
@@ -25,7 +25,6 @@ from rocketq.remoting import RemotingClient
 
 pytestmark = [
     pytest.mark.timeout(60),
-    pytest.mark.skipif(not server_available()[0], reason=server_available()[1]),
 ]
 
 FAST_LEVELS = " ".join(["1s"] * 18)

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 
 import rocketq
-from harness import Cluster, server_available, start_cluster, unique_name
+from harness import Cluster, start_cluster, unique_name
 from rocketq import ConsumeOrderlyStatus, ConsumeStatus, Message
 
 pytestmark = [
     pytest.mark.timeout(60),
-    pytest.mark.skipif(not server_available()[0], reason=server_available()[1]),
 ]
 
 SMALL_STORE = (

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.wire import create_topic, get_route, wait_until
 
-from harness import Cluster, server_available, start_cluster, unique_name
+from harness import Cluster, start_cluster, unique_name
 from rocketq.aio import LitePullConsumer
 from rocketq.client.message import Message
 from rocketq.client.producer import Producer
@@ -21,7 +21,6 @@ from rocketq.remoting import RemotingClient
 
 pytestmark = [
     pytest.mark.timeout(60),
-    pytest.mark.skipif(not server_available()[0], reason=server_available()[1]),
 ]
 
 SMALL_STORE = (

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from tests.harness import ManagedProcess, rocketq_command, server_available, start_process, unique_name
+from tests.harness import ManagedProcess, rocketq_command, start_process, unique_name
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(90)]
 
 READY = re.compile(
     r"^READY namesrv=(?P<namesrv>\S+) broker=(?P<broker>\S+) namesrvMetrics=(?P<ns_metrics>\S+) "

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from tests.harness import Cluster, server_available, start_cluster, unique_name
+from tests.harness import Cluster, start_cluster, unique_name
 
 import rocketq
 from rocketq.aio import Producer
@@ -31,8 +31,7 @@ from rocketq.errors import (
     ServiceStateError,
 )
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(60), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(60)]
 
 SMALL_STORE = ("--set", "mappedFileSizeCommitLog=1048576", "--set", "maxHashSlotNum=4000",
                "--set", "maxIndexNum=16000")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.harness import ManagedProcess, rocketq_command, server_available, start_process, unique_name
+from tests.harness import ManagedProcess, rocketq_command, start_process, unique_name
 from tests.wire import create_topic, get_route, wait_until
 
 from rocketq.aio import Producer
@@ -23,8 +23,7 @@ from rocketq.client.message import Message, SendStatus
 from rocketq.errors import RemotingError, TopicRouteNotFound
 from rocketq.remoting import RemotingClient
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(90)]
 
 NAMESRV_READY = re.compile(r"^READY namesrv=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
 BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)

@@ -11,10 +11,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tests.harness import ManagedProcess, rocketq_command, run_process, server_available, start_process
+from tests.harness import ManagedProcess, rocketq_command, run_process, start_process
 
-_ok, _why = server_available()
-pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(not _ok, reason=_why)]
+pytestmark = [pytest.mark.timeout(90)]
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER_READY = re.compile(r"^READY broker=(?P<broker>\S+:\d+)(?: metrics=(?P<metrics>\S+:\d+))?$",

@@ -11,8 +11,6 @@ import pytest
 
 from rocketq.cli.main import main
 
-pytest.importorskip("rocketq.remoting.config", reason="RemotingServerConfig has not landed yet")
-
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
