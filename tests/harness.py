@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-READY_RE = re.compile(r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)(?: \S+=\S+)*\s*$", re.MULTILINE)
+READY_RE = re.compile(
+    r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)(?: \S+=\S+)*\s*$", re.MULTILINE
+)
 DEFAULT_READY_TIMEOUT = 30.0
 DEFAULT_STOP_GRACE = 10.0
 TAIL_CHARS = 4000
@@ -359,3 +361,37 @@ def assert_client_ok(run: CompletedRun, cluster: Cluster) -> CompletedRun:
     """A client run that exited 0 with an ok summary; otherwise everything needed to debug it."""
     assert run.returncode == 0 and run.summary.get("ok"), f"{run.describe()}\n\n{cluster.describe()}"
     return run
+
+
+# -- small stores and one cluster per test module ----------------------------------------------------------
+
+
+def small_store(
+    commit_log: int = 16 * 1024 * 1024, cq_entries: int = 6000, slots: int = 1000, index: int = 4000
+) -> tuple[str, ...]:
+    """`--set` flags for a store sized for tests: the 1 GiB defaults would cost real disk per cluster."""
+    settings = {
+        "mappedFileSizeCommitLog": commit_log,
+        "mappedFileSizeConsumeQueue": cq_entries * 20,
+        "maxHashSlotNum": slots,
+        "maxIndexNum": index,
+    }
+    return tuple(arg for key, value in settings.items() for arg in ("--set", f"{key}={value}"))
+
+
+SMALL_STORE = small_store()
+
+
+def module_cluster(name: str, *args: str) -> Any:
+    """A module-scoped pytest fixture running one real `rocketq up` for every test of the module."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
+        c = start_cluster(tmp_path_factory.mktemp(name), *args)
+        try:
+            yield c
+        finally:
+            c.stop()
+
+    return cluster

@@ -10,6 +10,13 @@ Modes::
     cpp_client.py produce NAMESRV TOPIC GROUP COUNT [--big-body 5120]
     cpp_client.py orderly NAMESRV TOPIC GROUP COUNT --shards 3
     cpp_client.py consume NAMESRV TOPIC GROUP COUNT [--orderly] [--timeout 45]
+    cpp_client.py consume NAMESRV TOPIC GROUP 0 --stop-file PATH   # a group member: until PATH exists
+
+``--property K=V`` (repeatable) adds user properties to produced messages; on delivery the
+consumer reports those keys (``--property K`` or ``K=V``) under ``properties``. With
+``--stop-file`` the consumer prints a ``started`` event once ``start()`` returned and keeps
+consuming (COUNT is then a minimum, usually 0) until the file appears, for tests that run it
+next to other members of the same group.
 
 The library writes its own log under ``$HOME/logs/rocketmq-cpp``: point HOME at a scratch
 directory. Bodies come back as C strings (the binding cuts them at the first NUL byte), so every
@@ -100,6 +107,8 @@ def produce(args: argparse.Namespace, summary: dict[str, Any]) -> int:
             msg.set_tags(tags)
             msg.set_keys(keys)
             msg.set_body(body)
+            for key, value in args.properties.items():
+                msg.set_property(key, value)
             result = producer.send_sync(msg)
             summary["sent"] += 1
             emit({
@@ -164,18 +173,22 @@ def consume(args: argparse.Namespace, summary: dict[str, Any]) -> int:
             "body": _decode(body) if len(body) <= 256 else None,
             "thread": threading.get_ident(),
         }
+        if args.properties:
+            record["properties"] = {k: _decode(msg.get_property(k)) for k in args.properties}
         emit(record)
         with lock:
             summary["delivered"] += 1
             seen.add(f"{msg.queue_id}:{msg.queue_offset}")
             summary["received"] = len(seen)
-            if len(seen) >= args.count:
+            if len(seen) >= args.count and (args.count or not args.stop_file):
                 done.set()
 
     consumer = rmq.PushConsumer(args.group, orderly=args.orderly)
     consumer.set_namesrv_addr(args.namesrv)
     consumer.subscribe(args.topic, on_message, args.expression)
     consumer.start()
+    if args.stop_file:
+        return _consume_until_stopped(args, summary, consumer, done)
     ok = done.wait(args.timeout)
     # Let the offset of the last message reach the broker (persisted every 5 s, and at shutdown).
     _shutdown(consumer.shutdown)
@@ -183,6 +196,32 @@ def consume(args: argparse.Namespace, summary: dict[str, Any]) -> int:
         summary["error"] = f"timeout after {args.timeout}s"
         return 2
     return 0
+
+
+def _consume_until_stopped(args: argparse.Namespace, summary: dict[str, Any], consumer: Any,
+                           done: threading.Event) -> int:
+    emit({"event": "started", "group": args.group, "topic": args.topic, "pid": os.getpid()})
+    deadline = time.monotonic() + args.timeout
+    while not os.path.exists(args.stop_file):
+        if time.monotonic() >= deadline:
+            _shutdown(consumer.shutdown)
+            summary["error"] = f"timeout after {args.timeout}s (no stop file)"
+            return 2
+        time.sleep(0.05)
+    # Shut down before judging: UNREGISTER_CLIENT and the final offsets belong to a clean run.
+    _shutdown(consumer.shutdown)
+    if args.count and not done.is_set():
+        summary["error"] = f"stopped with {summary['received']} of at least {args.count} messages"
+        return 2
+    return 0
+
+
+def _properties(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        out[key] = value
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -200,7 +239,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--expression", default="*", help="consume: tag expression")
     parser.add_argument("--timeout", type=float, default=45.0)
     parser.add_argument("--send-timeout-ms", type=int, default=5000)
+    parser.add_argument("--property", action="append", default=[], metavar="K=V",
+                        help="produce: user property; consume: report this key (repeatable)")
+    parser.add_argument("--stop-file", default=None,
+                        help="consume: run as a group member until this file exists")
     args = parser.parse_args(argv)
+    args.properties = _properties(args.property)
 
     summary: dict[str, Any] = {"event": "summary", "mode": args.mode, "expected": args.count,
                                "sent": 0, "received": 0, "delivered": 0}

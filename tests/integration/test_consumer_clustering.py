@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import orjson
 import pytest
 from tests.wire import create_topic, get_route, wait_until
 
-from harness import Cluster, start_cluster, unique_name
+from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message
@@ -33,26 +33,10 @@ pytestmark = [
     pytest.mark.timeout(60),
 ]
 
-SMALL_STORE = (
-    "--set",
-    "mappedFileSizeCommitLog=16777216",
-    "--set",
-    "mappedFileSizeConsumeQueue=120000",
-    "--set",
-    "maxHashSlotNum=1000",
-    "--set",
-    "maxIndexNum=4000",
-)
 QUEUES = 16
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("clustering"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = module_cluster("clustering", *SMALL_STORE)
 
 
 async def make_topic(cluster: Cluster, queues: int = QUEUES) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import orjson
 import pytest
 from tests.wire import create_topic, get_route, wait_until
 
-from harness import Cluster, start_cluster, unique_name
+from harness import SMALL_STORE, Cluster, module_cluster, start_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message
@@ -43,16 +42,6 @@ pytestmark = [
     pytest.mark.timeout(60),
 ]
 
-SMALL_STORE = (
-    "--set",
-    "mappedFileSizeCommitLog=16777216",
-    "--set",
-    "mappedFileSizeConsumeQueue=120000",
-    "--set",
-    "maxHashSlotNum=1000",
-    "--set",
-    "maxIndexNum=4000",
-)
 
 
 def free_port() -> int:
@@ -190,13 +179,7 @@ class GarbageBroker:
         return RemotingCommand.response(ResponseCode.PULL_NOT_FOUND, ext_fields=header)
 
 
-@pytest.fixture(scope="module")
-def namesrv_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("garbage"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
+namesrv_cluster = module_cluster("garbage", *SMALL_STORE)
 
 
 async def test_garbage_answers_are_retried_with_back_off(namesrv_cluster: Cluster) -> None:

@@ -7,13 +7,12 @@ import asyncio
 import collections
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from tests.wire import create_topic, get_route, wait_until
 
-from harness import Cluster, start_cluster, unique_name
+from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.message import Message
@@ -24,26 +23,10 @@ pytestmark = [
     pytest.mark.timeout(60),
 ]
 
-SMALL_STORE = (
-    "--set",
-    "mappedFileSizeCommitLog=16777216",
-    "--set",
-    "mappedFileSizeConsumeQueue=120000",
-    "--set",
-    "maxHashSlotNum=1000",
-    "--set",
-    "maxIndexNum=4000",
-)
 QUEUES = 8
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("orderly"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = module_cluster("orderly", *SMALL_STORE)
 
 
 async def make_topic(cluster: Cluster) -> str:

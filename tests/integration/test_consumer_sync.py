@@ -5,38 +5,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import rocketq
-from harness import Cluster, start_cluster, unique_name
+from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq import ConsumeOrderlyStatus, ConsumeStatus, Message
 
 pytestmark = [
     pytest.mark.timeout(60),
 ]
 
-SMALL_STORE = (
-    "--set",
-    "mappedFileSizeCommitLog=16777216",
-    "--set",
-    "mappedFileSizeConsumeQueue=120000",
-    "--set",
-    "maxHashSlotNum=1000",
-    "--set",
-    "maxIndexNum=4000",
-)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("sync"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = module_cluster("sync", *SMALL_STORE)
 
 
 def wait_for(predicate: Any, timeout: float = 10.0) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from tests.wire import create_topic, get_route, wait_until
 
-from harness import Cluster, start_cluster, unique_name
+from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import LitePullConsumer
 from rocketq.client.message import Message
 from rocketq.client.producer import Producer
@@ -23,25 +22,9 @@ pytestmark = [
     pytest.mark.timeout(60),
 ]
 
-SMALL_STORE = (
-    "--set",
-    "mappedFileSizeCommitLog=16777216",
-    "--set",
-    "mappedFileSizeConsumeQueue=120000",
-    "--set",
-    "maxHashSlotNum=1000",
-    "--set",
-    "maxIndexNum=4000",
-)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("lite"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = module_cluster("lite", *SMALL_STORE)
 
 
 async def make_topic(cluster: Cluster, queues: int) -> str:

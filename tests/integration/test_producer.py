@@ -12,10 +12,9 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
-from tests.harness import Cluster, start_cluster, unique_name
+from tests.harness import Cluster, module_cluster, small_store, unique_name
 
 import rocketq
 from rocketq.aio import Producer
@@ -33,17 +32,10 @@ from rocketq.errors import (
 
 pytestmark = [pytest.mark.timeout(60)]
 
-SMALL_STORE = ("--set", "mappedFileSizeCommitLog=1048576", "--set", "maxHashSlotNum=4000",
-               "--set", "maxIndexNum=16000")
+SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("producer"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = module_cluster("producer", *SMALL_STORE)
 
 
 async def pull_all(api: MQClientAPI, addr: str, mq: MessageQueue, *, expect: int, tags: str = "*",

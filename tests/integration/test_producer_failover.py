@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.harness import ManagedProcess, rocketq_command, start_process, unique_name
+from tests.harness import ManagedProcess, rocketq_command, small_store, start_process, unique_name
 from tests.wire import create_topic, get_route, wait_until
 
 from rocketq.aio import Producer
@@ -27,8 +27,7 @@ pytestmark = [pytest.mark.timeout(90)]
 
 NAMESRV_READY = re.compile(r"^READY namesrv=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
 BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
-SMALL_STORE = ("--set", "mappedFileSizeCommitLog=1048576", "--set", "maxHashSlotNum=4000",
-               "--set", "maxIndexNum=16000")
+SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,22 +12,28 @@
 //   --timeout SECONDS                  give up after this long (default 45)
 //   --no-auth                          send no AccessKey/Signature (by default dummy keys are set,
 //                                      as every real ali-ons user does)
+//   --property K=V                     user property on every produced message (repeatable)
+//   --stop-file PATH                   consume: be one member of the group: print {"event":"started"}
+//                                      once the consumer is ready, consume until PATH exists, then
+//                                      exit 0 if at least COUNT (may be 0) distinct messages arrived
 //
 // stdout carries only JSON lines: {"event":"sent",...} per sent message, {"event":"received",...}
 // per delivered message (duplicates included), then one {"event":"summary",...}. Exit 0 when all
 // COUNT messages were sent and (unless produce-only) COUNT distinct messages were received; exit 2
 // on timeout, 1 on any other failure. ali-ons' own log lines go to stderr.
 
+const fs = require('fs');
 const { Producer, Consumer, Message } = require('ali-ons');
 
 const USAGE = 'usage: node ali_ons_roundtrip.js NAMESRV TOPIC GROUP COUNT [--mode roundtrip|produce|consume]' +
-  ' [--broker ADDR] [--queues N] [--tags A,B] [--prefix P] [--timeout S] [--no-auth]';
+  ' [--broker ADDR] [--queues N] [--tags A,B] [--prefix P] [--timeout S] [--no-auth]' +
+  ' [--property K=V] [--stop-file PATH]';
 
 function parseArgs(argv) {
   const positional = [];
   const opts = {
     mode: 'roundtrip', broker: null, queues: 4, tags: [ 'TagA', 'TagB' ],
-    prefix: 'ali-ons', timeout: 45, auth: true,
+    prefix: 'ali-ons', timeout: 45, auth: true, properties: {}, stopFile: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -43,6 +49,14 @@ function parseArgs(argv) {
       case '--prefix': opts.prefix = next(); break;
       case '--timeout': opts.timeout = Number(next()); break;
       case '--no-auth': opts.auth = false; break;
+      case '--property': {
+        const pair = next();
+        const eq = pair.indexOf('=');
+        if (eq <= 0) throw new Error(`--property wants K=V, got ${pair}`);
+        opts.properties[pair.slice(0, eq)] = pair.slice(eq + 1);
+        break;
+      }
+      case '--stop-file': opts.stopFile = next(); break;
       default:
         if (arg.startsWith('--')) throw new Error(`unknown option ${arg}`);
         positional.push(arg);
@@ -109,6 +123,7 @@ async function produce(producer, opts, summary) {
     const body = `${opts.prefix}-${i}`;
     const msg = new Message(opts.topic, tags, body);
     msg.keys = [ `key-${i}` ];
+    for (const [ key, value ] of Object.entries(opts.properties)) msg.properties[key] = value;
     const result = await producer.send(msg);
     summary.sent++;
     emit({
@@ -188,6 +203,14 @@ async function main() {
     }
     if (opts.mode !== 'consume') await produce(producer, opts, summary);
     if (opts.mode === 'produce') return finish(0);
+    if (opts.stopFile) {
+      let enough = opts.count === 0;
+      consumer = consume(opts, summary, () => { enough = true; });
+      await consumer.ready();
+      emit({ event: 'started', group: opts.group, topic: opts.topic, pid: process.pid });
+      while (!fs.existsSync(opts.stopFile)) await sleep(50);
+      return finish(enough ? 0 : 2, enough ? undefined : `stopped with ${summary.received} of ${opts.count}`);
+    }
     await new Promise(resolve => {
       consumer = consume(opts, summary, resolve);
     });

@@ -10,21 +10,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.harness import SMALL_STORE
 
 from rocketq.cli.main import main
 from rocketq.errors import RocketQError
 
-# Small store files for `rocketq up` started by tests (RocketMQ's 1 GiB segments would cost the disk).
-SMALL_STORE = (
-    "--set",
-    "mappedFileSizeCommitLog=16777216",
-    "--set",
-    "mappedFileSizeConsumeQueue=120000",
-    "--set",
-    "maxHashSlotNum=1000",
-    "--set",
-    "maxIndexNum=4000",
-)
+__all__ = ["SMALL_STORE", "AdminRun", "eventually"]
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from tests.wire import (
     send_message,
 )
 
-from rocketq.broker.processors.send import _v2_fields
+from rocketq.broker.processors.send_wire import v2_fields as _v2_fields
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.frame import FrameDecoder, encode_frame_bytes
