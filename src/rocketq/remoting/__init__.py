@@ -3,11 +3,12 @@
 from rocketq.remoting.channel import Channel
 from rocketq.remoting.client import RemotingClient, split_address
 from rocketq.remoting.config import RemotingClientConfig, RemotingServerConfig
-from rocketq.remoting.endpoint import CloseListener, Handler, HandlerResult
+from rocketq.remoting.endpoint import BatchHandler, CloseListener, Handler, HandlerResult, handles_runs
 from rocketq.remoting.loop import new_event_loop, run
 from rocketq.remoting.server import RemotingServer
 
 __all__ = [
+    "BatchHandler",
     "Channel",
     "CloseListener",
     "Handler",
@@ -16,6 +17,7 @@ __all__ = [
     "RemotingClientConfig",
     "RemotingServer",
     "RemotingServerConfig",
+    "handles_runs",
     "new_event_loop",
     "run",
     "split_address",

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
@@ -17,14 +17,48 @@ from rocketq.codec.frame import DEFAULT_MAX_FRAME_LENGTH
 from rocketq.errors import RocketQError
 from rocketq.remoting.channel import Channel
 
-__all__ = ["CloseListener", "Handler", "HandlerResult", "RemotingEndpoint"]
+__all__ = ["BatchHandler", "CloseListener", "Handler", "HandlerResult", "RemotingEndpoint", "handles_runs"]
 
 log = logging.getLogger("rocketq.remoting")
 
 HandlerResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] | None
 # A processor: return the response (or None for none), or an awaitable of it.
 Handler: TypeAlias = Callable[[RemotingCommand, Channel], HandlerResult]
+# A processor for a run of consecutive requests of one code, read together from one channel:
+# one result per request, in order; an exception instance stands for what the single handler
+# would have raised for that request.
+BatchHandler: TypeAlias = Callable[[list[RemotingCommand], Channel], Sequence[HandlerResult | BaseException]]
 CloseListener: TypeAlias = Callable[[Channel], object]
+
+_H = TypeVar("_H", bound=Callable[..., Any])
+_RUNS_ATTR = "__rocketq_runs_handler__"
+
+
+def handles_runs(method_name: str) -> Callable[[_H], _H]:
+    """Mark a processor method whose object also has a `BatchHandler` called `method_name`.
+
+    Registering the bound method (``register_processor(code, obj.process)``) then registers
+    ``obj.<method_name>`` for runs of that code too, so the one registration table stays the
+    only place that routes codes. The batch handler must act exactly as the single handler
+    called on each request in order (the same stored effects and responses); it is what lets
+    a processor amortise per-request work over everything one read delivered.
+    """
+
+    def mark(fn: _H) -> _H:
+        setattr(fn, _RUNS_ATTR, method_name)
+        return fn
+
+    return mark
+
+
+def _runs_handler_of(handler: Handler) -> BatchHandler | None:
+    # A bound method forwards attribute reads to its function, where `handles_runs` left the name.
+    name = getattr(handler, _RUNS_ATTR, None)
+    owner = getattr(handler, "__self__", None)
+    if name is None or owner is None:
+        return None
+    runs: BatchHandler = getattr(owner, name)
+    return runs
 
 # How often pending requests are checked against their deadlines while any are pending: a
 # request fails at most this long after its deadline.
@@ -61,6 +95,7 @@ class RemotingEndpoint:
         self._high_water = write_buffer_high_water_mark
         self._low_water = write_buffer_low_water_mark
         self._processors: dict[int, Handler] = {}
+        self._run_processors: dict[int, BatchHandler] = {}
         self._default_processor: Handler | None = None
         self._channels: set[Channel] = set()
         self._waiting: set[Channel] = set()  # channels with requests awaiting a response
@@ -72,7 +107,13 @@ class RemotingEndpoint:
     # -- registration ---------------------------------------------------------------------------
 
     def register_processor(self, code: int, handler: Handler) -> None:
+        """Route requests of `code` to `handler` (and runs of them to its `handles_runs` partner)."""
         self._processors[int(code)] = handler
+        runs = _runs_handler_of(handler)
+        if runs is None:
+            self._run_processors.pop(int(code), None)
+        else:
+            self._run_processors[int(code)] = runs
 
     def register_default_processor(self, handler: Handler) -> None:
         self._default_processor = handler
@@ -114,6 +155,38 @@ class RemotingEndpoint:
             return
         self._inflight.add(fut)
         fut.add_done_callback(partial(self._finish, request, channel))
+
+    def _dispatch_run(self, requests: list[RemotingCommand], channel: Channel, runs: BatchHandler) -> None:
+        """Requests of one code with a batch handler, in the order they arrived."""
+        try:
+            results = runs(requests, channel)
+        except Exception as e:  # batch handlers answer per request; this one broke that contract
+            for request in requests:
+                self._respond_error(request, channel, e)
+            return
+        if len(results) != len(requests):
+            err = RuntimeError(f"batch handler answered {len(results)} of {len(requests)} requests")
+            log.error("process request run failed, code=%s: %s", requests[0].code, err)
+            for request in requests:
+                self._respond_error(request, channel, err)
+            return
+        respond = self._respond
+        for request, result in zip(requests, results, strict=True):
+            if result is None:
+                continue
+            if isinstance(result, RemotingCommand):
+                respond(request, result, channel)
+            elif isinstance(result, BaseException):
+                self._respond_error(request, channel, result)
+            else:
+                try:
+                    fut: asyncio.Future[RemotingCommand | None] = asyncio.ensure_future(result)
+                except TypeError:
+                    self._respond_error(
+                        request, channel, TypeError(f"processor returned {type(result).__name__}"))
+                    continue
+                self._inflight.add(fut)
+                fut.add_done_callback(partial(self._finish, request, channel))
 
     def _finish(
         self, request: RemotingCommand, channel: Channel, fut: asyncio.Future[RemotingCommand | None]

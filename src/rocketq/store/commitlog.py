@@ -11,8 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import threading
 import zlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
 from operator import add, and_
 from typing import Final
@@ -54,6 +56,33 @@ _RESERVE_LOW = 8 << 20  # ask for the next window when less than this is reserve
 _SINGLE: dict[tuple[int, int], struct.Struct] = {}
 _BATCH: dict[int, struct.Struct] = {}
 _MID: dict[tuple[int, int], struct.Struct] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBatch:
+    """A batch as columns the commit log writes straight away. `prop_tails` are each message's
+    PROPERTIESLENGTH (2 bytes) + PROPERTIES exactly as stored: a SEND_BATCH_MESSAGE body holds
+    them in that form, so the broker slices them out instead of decoding and re-encoding."""
+
+    topic: str
+    queue_id: int
+    flags: Sequence[int]
+    bodies: Sequence[bytes | memoryview]
+    prop_tails: Sequence[bytes | memoryview]
+    tags_codes: Sequence[int]
+    keys: Sequence[tuple[str, ...]]
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: tuple[str, int] = ("127.0.0.1", 0)
+    reconsume_times: int = 0
+    wait_store_msg_ok: bool = True
+
+
+# One message of a run of single sends (see MessageStore.append_many): topic, queue id, body,
+# flag, properties string, tags code, index keys, sys flag, born timestamp, born host,
+# reconsume times. A tuple because one per message is built on the send hot path.
+SingleEntry = tuple[str, int, "bytes | memoryview", int, str, int, tuple[str, ...], int, int,
+                    tuple[str, int], int]
 
 
 def _single_struct(born_len: int, store_len: int) -> struct.Struct:
@@ -115,6 +144,7 @@ class CommitLog:
         self.last_store_timestamp = 0  # of the newest record appended
         self.flushed_store_timestamp = 0  # of the newest record known to be on disk
         self.flush_count = 0
+        self._flush_lock = threading.Lock()
         self.start_offset_hint = 0  # where the first segment starts when none exists (recovery)
         self._cur: MappedFile | None = None  # the segment appends go to (cached for the hot path)
         self._born_cache: dict[tuple[str, int], tuple[bytes, int, struct.Struct]] = {}
@@ -203,41 +233,79 @@ class CommitLog:
         self.last_store_timestamp = mf.last_modified_ms = store_ts
         return phys, size
 
-    def append_batch(
+    def append_run(
         self,
-        topic: str,
-        queue_id: int,
-        sys_flag: int,
-        born_timestamp: int,
-        born_host: tuple[str, int],
-        reconsume_times: int,
-        flags: Sequence[int],
-        bodies: Sequence[bytes | memoryview],
+        entries: Sequence[SingleEntry],
         props: Sequence[bytes],
-        blens: Sequence[int],
-        plens: Sequence[int],
-        queue_offset: int,
+        queue_offsets: Sequence[int],
         store_ts: int,
-    ) -> tuple[int, list[int], list[int]]:
-        """Append every message in one write; returns (bytes written, offsets, sizes).
+    ) -> list[tuple[int, int, int]]:
+        """Append records for a prefix of `entries` (each a message of its own, as `append_one`
+        stores it) that fits the current segment, in one copy; returns (offset, size, queue
+        offset) of each.
+
+        Returns fewer than asked (possibly none) where the next record needs a new segment or
+        space the disk may not have: the caller stores that one with `append_one`, which
+        handles both, and continues with the rest."""
+        mf = self._cur
+        if mf is None:
+            return []
+        start = pos = mf.wrote_position
+        limit = mf.file_size - END_FILE_MIN_BLANK_LENGTH
+        base = mf.file_from_offset
+        topic_parts = self._topic_parts
+        born_cache = self._born_cache
+        store_host = self.store_host_bytes
+        parts: list[bytes | memoryview] = []
+        add = parts.extend
+        placed: list[tuple[int, int, int]] = []
+        place = placed.append
+        for e, pb, qoff in zip(entries, props, queue_offsets, strict=True):
+            topic, queue_id, body, flag, _, _, _, sys_flag, born_ts, born_host, reconsume = e
+            tp, magic = topic_parts.get(topic) or self.topic_part(topic)
+            born, bits, st = born_cache.get(born_host) or self._born(born_host)
+            size = st.size + len(body) + len(tp) + 2 + len(pb)
+            if pos + size > limit:
+                break
+            add((st.pack(size, magic, _CRC(body) & 0x7FFFFFFF, queue_id, flag, qoff, base + pos,
+                         (sys_flag & _HOST_BITS_CLEAR) | bits, born_ts, born, store_ts, store_host,
+                         reconsume, 0, len(body)),
+                 body, tp, _I16_PACK(len(pb)), pb))
+            place((base + pos, size, qoff))
+            pos += size
+        if pos == start:
+            return placed
+        if pos + _RESERVE_LOW > mf.reserved:
+            if mf.no_space and pos > mf.reserved:
+                return []  # record by record, so the one that does not fit is the one refused
+            self._reserve_ahead(mf, start, pos - start)
+        mf.buf[start:pos] = b"".join(parts)
+        mf.wrote_position = pos
+        self.last_store_timestamp = mf.last_modified_ms = store_ts
+        return placed
+
+    def append_batch(self, b: EncodedBatch, queue_offset: int, store_ts: int
+                     ) -> tuple[int, list[int], list[int]]:
+        """Append every message of `b` in one write; returns (bytes written, offsets, sizes).
 
         Queue offsets are consecutive from `queue_offset`, except for prepared / rollback
         transaction records which carry 0 (they are not dispatched). The per-message work is
         all C-level iteration (map / zip / accumulate), the bytes are joined once."""
-        tp, magic = self.topic_part(topic)
-        born = encode_host(*born_host)
-        sys_flag &= ~(_BORN_V6 | _STORE_V6)
+        tp, magic = self.topic_part(b.topic)
+        born = encode_host(*b.born_host)
+        sys_flag = b.sys_flag & ~(_BORN_V6 | _STORE_V6)
         if len(born) == 20:
             sys_flag |= _BORN_V6
         if self._store_v6:
             sys_flag |= _STORE_V6
         mid = _mid_struct(len(born), len(self.store_host_bytes)).pack(
-            sys_flag, born_timestamp, born, store_ts, self.store_host_bytes, reconsume_times, 0
+            sys_flag, b.born_timestamp, born, store_ts, self.store_host_bytes, b.reconsume_times, 0
         )
         head = _batch_struct(len(mid))
-        base = head.size + len(tp) + 2
+        bodies, tails = b.bodies, b.prop_tails
         n = len(bodies)
-        sizes = list(map(base.__add__, map(add, blens, plens)))
+        blens = list(map(len, bodies))
+        sizes = list(map((head.size + len(tp)).__add__, map(add, blens, map(len, tails))))
         total = sum(sizes)
         mf = self._cur = self._segment_for(total)
         if mf.wrote_position + total + _RESERVE_LOW > mf.reserved:
@@ -250,9 +318,9 @@ class CommitLog:
         )
         qoffs: Iterable[int] = range(queue_offset, queue_offset + n) if dispatch else repeat(0, n)
         crcs = map(and_, map(_CRC, bodies), repeat(0x7FFFFFFF))
-        heads = map(head.pack, sizes, repeat(magic), crcs, repeat(queue_id), flags, qoffs, offsets,
+        heads = map(head.pack, sizes, repeat(magic), crcs, repeat(b.queue_id), b.flags, qoffs, offsets,
                     repeat(mid), blens)
-        mf.append(b"".join(chain.from_iterable(zip(heads, bodies, repeat(tp), map(_I16_PACK, plens), props))))
+        mf.append(b"".join(chain.from_iterable(zip(heads, bodies, repeat(tp), tails))))
         self.last_store_timestamp = mf.last_modified_ms = store_ts
         return total, offsets, sizes
 
@@ -298,10 +366,11 @@ class CommitLog:
         target = self.mfq.max_offset()
         before = self.mfq.flushed_where
         where = self.mfq.flush(least_pages)
-        if where != before:
-            self.flush_count += 1
-        if where >= target:
-            self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
+        with self._flush_lock:  # flushes may overlap (group commit)
+            if where != before:
+                self.flush_count += 1
+            if where >= target:
+                self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
         return where
 
     def _reserve_ahead(self, mf: MappedFile, pos: int, size: int) -> None:

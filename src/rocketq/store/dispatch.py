@@ -1,6 +1,6 @@
 """What follows an append: consume-queue entries, the arrival notification, index keys.
-(The one-message put does the same inline in MessageStore.append_message: it is the per-send
-path and a call less counts there.)
+(The one-message put does the same inline in PutPath.append_message; runs of one-message puts
+go through `Dispatcher.dispatch_run`, batches through `dispatch_batch`.)
 
 RocketMQ tails the commit log with a "reput" thread; here the consume-queue entries are written
 inline right after the append (one numpy block for a batch), so a pull issued after the put
@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rocketq.codec.message import MessageConst, MessageSysFlag, tags_code
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.index import IndexService
+
+if TYPE_CHECKING:
+    from rocketq.store.commitlog import SingleEntry
 
 log = logging.getLogger("rocketq.store")
 
@@ -25,6 +29,7 @@ ArrivalListener = Callable[[str, int, int, int], None]
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _NO_DISPATCH = (MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+_NOT_DISPATCHED_BITS = (0x4, 0xC)  # the same two, as the sys-flag bits (prepared / rollback)
 
 
 def is_dispatched(sys_flag: int) -> bool:
@@ -59,6 +64,39 @@ class Dispatcher:
                     self.notify(cq.topic, cq.queue_id, cq.max_offset, t)
         if self.index is not None and is_indexed(sys_flag):
             self.index.add_batch(cq.topic, keys, offsets, store_ts)
+
+    def dispatch_run(self, run: Sequence[SingleEntry], queues: Sequence[ConsumeQueue],
+                     placed: Sequence[tuple[int, int, int]], store_ts: int) -> None:
+        """Consume-queue entries, arrival wake-ups and index keys of a run of one-message puts
+        just appended (`placed`: offset, size, queue offset of a prefix of `run`)."""
+        woken: dict[tuple[ConsumeQueue, int], None] = {}
+        keys: list[tuple[str, ...]] = []
+        keyed: list[int] = []
+        topic = run[0][0]
+        one_topic = True
+        for e, cq, (phys, size, _) in zip(run, queues, placed, strict=False):  # placed: a prefix
+            sys_flag = e[7]
+            if sys_flag & 0xC not in _NOT_DISPATCHED_BITS:
+                cq.append(phys, size, e[5])
+                woken[(cq, e[5])] = None
+            if e[6] and sys_flag & 0xC != 0xC:
+                keys.append(e[6])
+                keyed.append(phys)
+                if e[0] != topic:
+                    one_topic = False
+        index = self.index
+        if index is not None and keys:
+            if one_topic:  # the index builder's bulk form: one entry for the whole run
+                index.add_batch(topic, keys, keyed, store_ts)
+            else:
+                for e, (phys, _, _) in zip(run, placed, strict=False):
+                    if e[6] and e[7] & 0xC != 0xC:
+                        index.add(e[0], e[6], phys, store_ts)
+        if self.on_arrival is not None:
+            # one wake-up per queue and tag, at the queue's final offset: long polls coalesce
+            # their wake-ups the same way
+            for cq, tags in woken:
+                self.notify(cq.topic, cq.queue_id, cq.max_offset, tags)
 
 
 def property_value(props: bytes, key: bytes) -> bytes | None:

@@ -307,6 +307,7 @@ class MappedFileQueue:
         self._starts: list[int] = []
         self._doomed: list[MappedFile] = []
         self.flushed_where = 0
+        self._flush_lock = threading.Lock()
 
     # ---- loading -------------------------------------------------------------------------
     def load(self) -> None:
@@ -448,8 +449,9 @@ class MappedFileQueue:
             if mf.dirty_bytes() > 0:
                 mf.flush()
             where = mf.file_from_offset + mf.flushed_position
-        self.flushed_where = max(self.flushed_where, where)
-        return self.flushed_where
+        with self._flush_lock:  # flushes may overlap (group commit): never move backwards
+            self.flushed_where = max(self.flushed_where, where)
+            return self.flushed_where
 
     def close(self) -> None:
         for mf in self.files:

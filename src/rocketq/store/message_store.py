@@ -2,53 +2,43 @@
 
 The core is synchronous and loop-agnostic (`append_message`, `get_message`, ...); `start()`
 adds the asyncio services (flush, group commit, index building, clean-up) and the async puts
-add the SYNC_FLUSH wait. Call `load()` (recovery) before anything else.
+add the SYNC_FLUSH wait. Call `load()` (recovery) before anything else. The write path is
+`PutPath` (put.py), mixed in.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable
 
-from rocketq.codec.message import MAX_PROPERTIES_LENGTH, offset_msg_id_prefix
+from rocketq.codec.message import offset_msg_id_prefix
 from rocketq.store import retention
 from rocketq.store.checkpoint import StoreCheckpoint, StoreLock, create_abort_file, remove_abort_file
-from rocketq.store.commitlog import AppendError, CommitLog, NoSpaceError
+from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
-from rocketq.store.dispatch import ArrivalListener, Dispatcher, is_dispatched
+from rocketq.store.dispatch import ArrivalListener, Dispatcher
 from rocketq.store.index import IndexService
 from rocketq.store.mapped_file import AllocateMappedFileService
 from rocketq.store.model import (
     GetMessageResult,
     GetMessageStatus,
-    MessageBatchToStore,
-    MessageToStore,
-    PutMessageResult,
-    PutMessageStatus,
     QueryMessageResult,
-    put_result,
 )
+from rocketq.store.put import PutPath, _now_ms
 from rocketq.store.reader import offset_by_time, read_queue
 from rocketq.store.recovery import Recovery, RecoveryReport
 from rocketq.store.services import GroupCommitService, ServiceTask, build_services
 
 log = logging.getLogger("rocketq.store")
 
-MAX_TOPIC_LENGTH = 255
-_INDEX_DRAIN_THRESHOLD = 50_000  # keys queued before a put drains inline (no loop running)
-_NOT_DISPATCHED = (0x4, 0xC)  # prepared / rollback transaction records
 
+class MessageStore(PutPath):
+    """The store: commit log, consume queues, index, their files and services (the put path
+    lives in `PutPath`)."""
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-class MessageStore:
     def __init__(
         self,
         config: MessageStoreConfig,
@@ -83,16 +73,9 @@ class MessageStore:
         self._started_ms = _now_ms()
 
     @property
-    def _refusing(self) -> bool:
-        return self._shutdown or not self._loaded or self._disk_full
-
-    @property
-    def disk_full(self) -> bool:
-        return self._disk_full
-
-    @disk_full.setter
-    def disk_full(self, full: bool) -> None:
-        self._disk_full = full
+    def msg_id_prefix(self) -> str:
+        """The host part of this store's offset msgIds: append f"{offset:016X}"."""
+        return self._msg_id_prefix
 
     @property
     def on_arrival(self) -> ArrivalListener | None:
@@ -227,149 +210,6 @@ class MessageStore:
 
     def drain_index(self) -> int:
         return self.index.drain() if self.index is not None else 0
-
-    # ---- put -----------------------------------------------------------------------------
-    def _refuse(self, topic: str) -> PutMessageStatus | None:
-        if self._shutdown or not self._loaded:
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE
-        if self.disk_full:
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE
-        if topic in self.commit_log._topic_parts:  # only accepted topics are ever cached
-            return None
-        try:
-            raw = topic.encode()
-        except UnicodeEncodeError:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        if not raw or len(raw) > MAX_TOPIC_LENGTH:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        return None
-
-    def append_message(self, m: MessageToStore) -> PutMessageResult:
-        """Store one message (page cache only; see `put_message` for the SYNC_FLUSH wait)."""
-        if self._refusing or m.topic not in self.commit_log._topic_parts:
-            refused = self._refuse(m.topic)
-            if refused is not None:
-                return PutMessageResult(refused)
-        try:
-            props = m.properties.encode()
-        except UnicodeEncodeError:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        if len(props) > MAX_PROPERTIES_LENGTH:
-            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-        if len(m.body) > self.config.max_message_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        store_ts = m.store_timestamp or time.time_ns() // 1_000_000
-        sys_flag = m.sys_flag
-        dispatched = sys_flag & 0xC not in _NOT_DISPATCHED
-        key = (m.topic, m.queue_id)
-        with self._put_lock:
-            cq = self.consume_queues.get(key) or self._create_cq(m.topic, m.queue_id)
-            qoff = cq.max_offset if dispatched else 0
-            try:
-                phys, size = self.commit_log.append_one(m, props, qoff, store_ts)
-            except NoSpaceError as e:
-                log.error("%s: store marked full", e)
-                self.disk_full = True
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-            except AppendError:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            except OSError as e:
-                log.error("create mapped file failed: %s", e)
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-            # dispatch inline: this is the per-send path (see dispatch.py for the batch one)
-            if dispatched:
-                cq.append(phys, size, m.tags_code)
-                if self.dispatcher.on_arrival is not None:
-                    self.dispatcher.notify(cq.topic, cq.queue_id, cq.max_offset, m.tags_code)
-            index = self.index
-            if index is not None and m.keys and sys_flag & 0xC != 0xC:
-                index.pending.append((m.topic, m.keys, phys, store_ts))
-                index.pending_keys += len(m.keys)
-                if index.pending_keys > _INDEX_DRAIN_THRESHOLD:
-                    index.drain()
-            self._last_dispatch_ts = store_ts
-        self.put_message_times_total += 1
-        self.put_message_size_total += size
-        return put_result(PutMessageStatus.PUT_OK, phys, size, qoff, 1, store_ts, (phys,),
-                          self._msg_id_prefix)
-
-    def append_messages(self, batch: MessageBatchToStore) -> PutMessageResult:
-        """Store a batch with one append; consecutive queue offsets."""
-        refused = self._refuse(batch.topic)
-        if refused is not None:
-            return PutMessageResult(refused)
-        items = batch.items
-        if not items:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        flags, bodies, pstrs, tags, keys = zip(*items, strict=True)
-        try:
-            props = list(map(str.encode, pstrs))
-        except UnicodeEncodeError:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        plens = list(map(len, props))
-        if max(plens) > MAX_PROPERTIES_LENGTH:
-            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-        blens = list(map(len, bodies))
-        if max(blens) > self.config.max_message_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        store_ts = _now_ms()
-        dispatched = is_dispatched(batch.sys_flag)
-        with self._put_lock:
-            cq = self.consume_queues.get((batch.topic, batch.queue_id)) or self._create_cq(
-                batch.topic, batch.queue_id
-            )
-            qoff = cq.max_offset if dispatched else 0
-            try:
-                total, offsets, sizes = self.commit_log.append_batch(
-                    batch.topic, batch.queue_id, batch.sys_flag, batch.born_timestamp, batch.born_host,
-                    batch.reconsume_times, flags, bodies, props, blens, plens, qoff, store_ts,
-                )
-            except NoSpaceError as e:
-                log.error("%s: store marked full", e)
-                self.disk_full = True
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-            except AppendError:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            except OSError as e:
-                log.error("create mapped file failed: %s", e)
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-            self.dispatcher.dispatch_batch(cq, offsets, sizes, tags, keys, batch.sys_flag, store_ts)
-            self._last_dispatch_ts = store_ts
-        self.put_message_times_total += len(items)
-        self.put_message_size_total += total
-        if self.index is not None and self.index.pending_keys > _INDEX_DRAIN_THRESHOLD:
-            self.index.drain()
-        return put_result(PutMessageStatus.PUT_OK, offsets[0], total, qoff, len(items), store_ts, offsets,
-                          self._msg_id_prefix)
-
-    async def put_message(self, m: MessageToStore) -> PutMessageResult:
-        r = self.append_message(m)
-        if r.status is PutMessageStatus.PUT_OK and self.config.sync_flush and m.wait_store_msg_ok:
-            return await self._wait_flush(r)
-        return r
-
-    async def put_messages(self, batch: MessageBatchToStore) -> PutMessageResult:
-        r = self.append_messages(batch)
-        if r.status is PutMessageStatus.PUT_OK and self.config.sync_flush and batch.wait_store_msg_ok:
-            return await self._wait_flush(r)
-        return r
-
-    async def _wait_flush(self, r: PutMessageResult) -> PutMessageResult:
-        target = r.wrote_offset + r.wrote_bytes
-        gc = self._group_commit
-        if gc is None:  # no services: flush right here
-            self.commit_log.flush(0)
-            return r
-        try:
-            ok = await asyncio.wait_for(gc.request(target), self.config.sync_flush_timeout / 1000)
-        except TimeoutError:
-            ok = False
-        if ok:
-            return r
-        log.warning("do groupcommit, wait for flush failed, topic offset %d", target)
-        return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.wrote_offset, r.wrote_bytes,
-                                r.logical_offset, r.msg_num, r.store_timestamp, r.record_offsets,
-                                r.msg_id_prefix)
 
     # ---- get -----------------------------------------------------------------------------
     def get_message(

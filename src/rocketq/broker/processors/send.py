@@ -1,22 +1,44 @@
 """SendMessageProcessor: SEND_MESSAGE (V1), SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK.
 
-The hot path: one typed-header decode, dict lookups for the topic, a handful of `str.find`s over
-the client's properties string (never decoded into a dict, never re-encoded: the broker appends
-UNIQ_KEY / CLUSTER to it), one MessageToStore and one store append. With ASYNC_FLUSH the store
-appends synchronously and the response is returned directly, without a Task per request.
+The hot path takes runs: every send a pipelining producer's read delivered reaches
+`process_many` at once (`handles_runs`). Each one-message send is checked on its own (the V2
+fields read straight from extFields, a handful of `str.find`s over the client's properties
+string, which is never decoded into a dict nor re-encoded: the broker appends UNIQ_KEY /
+CLUSTER to it), then the run is stored with one `append_many` and answered with pre-formatted
+extFields. With ASYNC_FLUSH the answers go back in the same loop iteration, without a Task;
+with SYNC_FLUSH one group-commit waiter answers the whole run. Wire parsing that needs no
+broker state (V2 fields, properties, batch bodies) is in `send_wire.py`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import random
-import struct
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Union
 
-import numpy as np
+import orjson
 
+from rocketq.broker.processors.send_wire import (
+    P_DELAY,
+    P_KEYS,
+    P_TAGS,
+    P_TRAN,
+    P_UNIQ,
+    P_WAIT,
+    TIMER_KEYS,
+    SendFields,
+    append_properties,
+    decode_batch_body,
+    get_property,
+    index_keys,
+    joined_msg_ids,
+    v2_fields,
+)
 from rocketq.broker.topic_manager import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -30,7 +52,12 @@ from rocketq.broker.topic_manager import (
 from rocketq.codec.bodies import TopicFilterType
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
-from rocketq.codec.message import MessageSysFlag, decode_message, encode_properties, tags_code
+from rocketq.codec.message import (
+    MessageSysFlag,
+    decode_message,
+    encode_properties,
+    tags_code,
+)
 from rocketq.errors import (
     InvalidParameter,
     MessageIllegal,
@@ -40,8 +67,9 @@ from rocketq.errors import (
     SystemError_,
     TopicNotExist,
 )
+from rocketq.remoting.endpoint import handles_runs
+from rocketq.store.commitlog import EncodedBatch
 from rocketq.store.model import (
-    MessageBatchToStore,
     MessageToStore,
     PutMessageResult,
     PutMessageStatus,
@@ -50,10 +78,12 @@ from rocketq.store.model import (
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
     from rocketq.codec.command import RemotingCommand
+    from rocketq.store.commitlog import SingleEntry
 
 log = logging.getLogger("rocketq.broker.send")
 
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
 _from_ext_v1 = SendMessageRequestHeader.from_ext
 _from_ext_v2 = SendMessageRequestHeader.from_ext_v2
@@ -67,16 +97,6 @@ TOPIC_SYS_FLAG_UNIT = 0x1
 TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 APPLY_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 TRANSACTION_NOT_SUPPORTED = "transaction messages are not supported by this broker yet"
-
-# Property keys searched in the raw properties string ("KEY\x01" so a match is a whole key).
-_P_UNIQ = "UNIQ_KEY\x01"
-_P_TAGS = "TAGS\x01"
-_P_KEYS = "KEYS\x01"
-_P_DELAY = "DELAY\x01"
-_P_WAIT = "WAIT\x01"
-_P_TRAN = "TRAN_MSG\x01"
-_P_CLUSTER = "CLUSTER\x01"
-_TIMER_KEYS = ("TIMER_DELIVER_MS\x01", "TIMER_DELAY_SEC\x01", "TIMER_DELAY_MS\x01")
 
 # Stored statuses answer with the send header fields; the others with a code and remark.
 _PUT_OK = PutMessageStatus.PUT_OK
@@ -101,111 +121,18 @@ _FAILED: dict[PutMessageStatus, tuple[int, str]] = {
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
 }
 
-_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGIC BODYCRC FLAG BODYLEN
-_BATCH_HEAD_SIZE = _BATCH_HEAD.size
-_SHORT = struct.Struct(">h")
+# One answer of process_many: a response, an awaitable of one, or what `process` would raise.
+_Result = Union["RemotingCommand", Awaitable["RemotingCommand"], BaseException, None]
+# A checked single send: (its index in the results, request, what to store, wait for the flush, uniq)
+_Checked = tuple[int, "RemotingCommand", "SingleEntry", bool, str]
+# A stored one waiting for the group commit: (index, request, offset, queue offset, queue id, uniq)
+_Stored = tuple[int, "RemotingCommand", int, int, int, str]
+
+# A one-message send answer's extFields, in the order `_response` builds them (msgId, queueId,
+# queueOffset, MSG_REGION, TRACE_ON, transactionId).
+_OK_EXT = b'{"msgId":"%b%016X","queueId":"%d","queueOffset":"%d",%b,"transactionId":"%b"}'
 
 
-def get_property(props: str, key1: str) -> str | None:
-    """The value of property `key1` ("NAME\\x01") in a raw properties string, or None.
-
-    A match counts only at the start of a segment, so "XTAGS" never answers for "TAGS"; the
-    last occurrence wins, as RocketMQ's decoder (a HashMap fed in order) keeps the last duplicate.
-    """
-    i = props.rfind(key1)
-    while i > 0 and props[i - 1] != "\x02":
-        i = props.rfind(key1, 0, i)
-    if i < 0:
-        return None
-    start = i + len(key1)
-    end = props.find("\x02", start)
-    return props[start:] if end < 0 else props[start:end]
-
-
-def append_properties(props: str, *pairs: tuple[str, str]) -> str:
-    """Append `name=value` entries to a raw properties string without re-encoding it."""
-    tail = "".join(f"{k}\x01{v}\x02" for k, v in pairs)
-    if not props or props[-1] == "\x02":
-        return props + tail
-    return props + "\x02" + tail
-
-
-def _index_keys(uniq: str, keys: str | None) -> tuple[str, ...]:
-    if not keys:
-        return (uniq,)
-    return (uniq, *[k for k in keys.split(" ") if k])
-
-
-_HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-_NIBBLE_SHIFTS = np.arange(60, -4, -4, dtype=np.uint64)
-
-
-def joined_msg_ids(result: PutMessageResult) -> str:
-    """The batch response's msgId: every record's offset msgId, comma-joined.
-
-    Formatting a hundred ids one f-string at a time costs a quarter of a microsecond each; numpy
-    writes the hex digits for the whole batch at once.
-    """
-    offsets = result.record_offsets
-    if len(offsets) < 32:
-        return result.msg_ids_text
-    prefix = result.msg_id_prefix.encode()
-    width = len(prefix) + 17
-    out = np.empty((len(offsets), width), dtype=np.uint8)
-    out[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    nibbles = (np.asarray(offsets, dtype=np.uint64)[:, None] >> _NIBBLE_SHIFTS) & np.uint64(15)
-    out[:, len(prefix):width - 1] = _HEX_DIGITS[nibbles]
-    out[:, width - 1] = 0x2C  # ","
-    return out.tobytes()[:-1].decode("ascii")
-
-
-def _twin_of(cls: type) -> type | None:
-    """A mutable class with `cls`'s exact slot layout, or None if CPython refuses the retag.
-
-    A frozen dataclass sets each field through object.__setattr__ (about 1.5 us for the 14
-    fields of MessageToStore, per message). Filling a twin with plain slot stores and then
-    retagging it as `cls` gives the same frozen instance for a third of that.
-    """
-    twin = type(f"_{cls.__name__}Builder", (), {"__slots__": cls.__dict__.get("__slots__", ())})
-    try:
-        probe: Any = object.__new__(twin)
-        probe.__class__ = cls
-    except TypeError:
-        return None
-    return twin
-
-
-_MTS_FIELDS = frozenset((
-    "topic", "queue_id", "body", "flag", "properties", "tags_code", "keys", "sys_flag", "born_timestamp",
-    "born_host", "reconsume_times", "prepared_transaction_offset", "store_timestamp", "wait_store_msg_ok"))
-# Only when the twin sets exactly the fields MessageToStore has (a new field falls back safely).
-_MTS_TWIN = _twin_of(MessageToStore) if frozenset(MessageToStore.__slots__) == _MTS_FIELDS else None
-
-
-def _message_to_store(topic: str, queue_id: int, body: Any, flag: int, props: str, tcode: int,
-                      keys: tuple[str, ...], sys_flag: int, born_ts: int, born_host: tuple[str, int],
-                      reconsume_times: int, wait: bool) -> MessageToStore:
-    twin = _MTS_TWIN
-    if twin is None:
-        return MessageToStore(topic, queue_id, body, flag, props, tcode, keys, sys_flag, born_ts, born_host,
-                              reconsume_times, 0, 0, wait)
-    m: Any = object.__new__(twin)
-    m.topic = topic
-    m.queue_id = queue_id
-    m.body = body
-    m.flag = flag
-    m.properties = props
-    m.tags_code = tcode
-    m.keys = keys
-    m.sys_flag = sys_flag
-    m.born_timestamp = born_ts
-    m.born_host = born_host
-    m.reconsume_times = reconsume_times
-    m.prepared_transaction_offset = 0
-    m.store_timestamp = 0
-    m.wait_store_msg_ok = wait
-    m.__class__ = MessageToStore
-    return m  # type: ignore[no-any-return]
 
 
 def _parse_born_host(channel: Any) -> tuple[str, int]:
@@ -238,6 +165,7 @@ class SendMessageProcessor:
         ctl = self._ctl
         bc = ctl.broker_config
         self._store = ctl.store
+        self._msg_id_prefix = ctl.store.msg_id_prefix
         self._stats = ctl.stats
         self._uniq = ctl.uniq_id_generator
         self._cluster = bc.broker_cluster_name
@@ -246,26 +174,70 @@ class SendMessageProcessor:
         self._max_size = ctl.store_config.max_message_size
         self._trace_on = "true" if bc.trace_on else "false"
         self._region = bc.region_id
+        self._ext_tail = b'"MSG_REGION":%b,"TRACE_ON":%b' % (orjson.dumps(self._region),
+                                                            orjson.dumps(self._trace_on))
+        self._msg_id_json = orjson.dumps(self._msg_id_prefix)[1:-1]
         # ASYNC_FLUSH (or WAIT=false) acks after the page-cache write: append synchronously and
         # answer without a Task. SYNC_FLUSH awaits the group commit.
         self._sync_flush = ctl.store_config.sync_flush
 
     # -- entry points ----------------------------------------------------------------------------
 
+    @handles_runs("process_many")
     def process(self, request: RemotingCommand, channel: Any) -> RemotingCommand | Awaitable[RemotingCommand]:
         """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)."""
+        h, batch = self._header(request)
+        if batch:
+            return self._send_batch(request, channel, h)
+        result = self.process_many([request], channel)[0]
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None
+        return result
+
+    def process_many(self, requests: list[RemotingCommand], channel: Any) -> list[_Result]:
+        """A run of sends read together from one connection, answered as `process` answers each.
+
+        Single messages are checked one by one and then stored together (`append_many`: one
+        lock, one clock reading, one copy into the commit log); a batch request in the run
+        first stores the singles before it, so the store sees every message in arrival order.
+        """
+        results: list[_Result] = []
+        lane: list[_Checked] = []
+        born_host = channel.attrs.get("born_host") or _parse_born_host(channel)
+        for request in requests:
+            try:
+                fields = v2_fields(request.ext_fields) if request.code == _SEND_V2 else None
+                if fields is None:
+                    h, batch = self._header(request)
+                    if batch:
+                        if lane:
+                            self._store_lane(lane, results)
+                            lane = []
+                        results.append(self._send_batch(request, channel, h))
+                        continue
+                    fields = (h.topic, h.queue_id, h.sys_flag, h.born_timestamp, h.flag, h.properties,
+                              h.reconsume_times or 0)
+                entry, wait, uniq = self._prepare_single(request, channel, fields, born_host)
+            except Exception as exc:
+                results.append(exc)
+                continue
+            lane.append((len(results), request, entry, wait, uniq))
+            results.append(None)
+        if lane:
+            self._store_lane(lane, results)
+        return results
+
+    def _header(self, request: RemotingCommand) -> tuple[SendMessageRequestHeader, bool]:
+        """The typed header and whether the request is a batch."""
         code = request.code
         ext = request.ext_fields
         if code == _SEND_MESSAGE:
             h = _from_ext_v1(ext)
             # The C++ client sends its batches as code 10 with batch "1" (its booleans are 0/1).
-            batch = h.batch or (ext is not None and ext.get("batch") == "1")
-        else:
-            h = _from_ext_v2(ext)
-            batch = code == _SEND_BATCH or h.batch or (ext is not None and ext.get("m") == "1")
-        if batch:
-            return self._send_batch(request, channel, h)
-        return self._send_single(request, channel, h)
+            return h, h.batch or (ext is not None and ext.get("batch") == "1")
+        h = _from_ext_v2(ext)
+        return h, code == _SEND_BATCH or h.batch or (ext is not None and ext.get("m") == "1")
 
     # -- pre-checks (PROTOCOL.md §2.3) --------------------------------------------------------------
 
@@ -335,34 +307,51 @@ class SendMessageProcessor:
 
     # -- single message ------------------------------------------------------------------------------
 
-    def _send_single(self, request: RemotingCommand, channel: Any,
-                     h: SendMessageRequestHeader) -> RemotingCommand | Awaitable[RemotingCommand]:
-        topic = h.topic
+    def _prepare_single(self, request: RemotingCommand, channel: Any, fields: SendFields,
+                        born_host: tuple[str, int]) -> tuple[SingleEntry, bool, str]:
+        """Every check of a one-message send, and what to store: (entry, wait for the flush, uniq).
+
+        The rare paths (a topic to create or refuse, a retry topic) decode the full header."""
+        topic, queue_id, sys_flag, born_ts, flag, props_or_none, reconsume_times = fields
         cfg = self._topics.get(topic)
         if cfg is None or topic in NOT_ALLOWED_SEND_TOPICS or not cfg.perm & PERM_WRITE or (
                 cfg.order and not self._broker_writable):
-            cfg = self._topic_config(h, channel)
-        queue_id = h.queue_id
+            cfg = self._topic_config(self._header(request)[0], channel)
         if queue_id < 0 or queue_id >= cfg.write_queue_nums:
             queue_id = self._queue_id(cfg, queue_id, channel)
         body = request.body
         if len(body) > self._max_size:
             raise MessageIllegal(f"the message body size over max value, MAX: {self._max_size}")
-        props = h.properties or ""
-        sys_flag = h.sys_flag
+        props = props_or_none or ""
         if (sys_flag & _TRAN_MASK) == _TRAN_PREPARED or (
-                "TRAN_MSG" in props and (get_property(props, _P_TRAN) or "").lower() == "true"):
+                "TRAN_MSG" in props and (get_property(props, P_TRAN) or "").lower() == "true"):
             raise NoPermission(TRANSACTION_NOT_SUPPORTED)
         if cfg.topic_filter_type is _MULTI_TAG_TYPE:
             sys_flag |= _MULTI_TAGS
         if topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            moved = self._retry_or_dlq(h, request)
+            moved = self._retry_or_dlq(self._header(request)[0], request)
             if moved is not None:
                 topic, queue_id = moved
                 props = append_properties(props, ("DELAY", "-1"))
-        tags = get_property(props, _P_TAGS)
-        keys = get_property(props, _P_KEYS) if "KEYS\x01" in props else None
-        uniq = get_property(props, _P_UNIQ)
+        # UNIQ_KEY and TAGS: the last occurrence at the start of an entry (get_property's rule),
+        # looked up inline when that is the last occurrence at all, as it always is in practice.
+        i = props.rfind("UNIQ_KEY\x01")
+        if i > 0 and props[i - 1] != "\x02":
+            uniq = get_property(props, P_UNIQ) or ""
+        elif i >= 0:
+            j = props.find("\x02", i + 9)
+            uniq = props[i + 9:] if j < 0 else props[i + 9:j]
+        else:
+            uniq = ""
+        i = props.rfind("TAGS\x01")
+        if i > 0 and props[i - 1] != "\x02":
+            tags = get_property(props, P_TAGS)
+        elif i >= 0:
+            j = props.find("\x02", i + 5)
+            tags = props[i + 5:] if j < 0 else props[i + 5:j]
+        else:
+            tags = None
+        keys = get_property(props, P_KEYS) if "KEYS\x01" in props else None
         # The broker's own entries are appended to the client's string in one concatenation.
         if uniq:
             tail = "" if self._cluster_entry in props else self._cluster_entry
@@ -371,28 +360,88 @@ class SendMessageProcessor:
             tail = f"UNIQ_KEY\x01{uniq}\x02{self._cluster_entry}"
         if tail:
             props = f"{props}{tail}" if not props or props[-1] == "\x02" else f"{props}\x02{tail}"
-        tcode = tags_code(tags) if tags else 0
+        if tags:
+            tcode = self._tags_codes.get(tags)
+            if tcode is None:
+                tcode = tags_code(tags)
+                if len(self._tags_codes) < 4096:
+                    self._tags_codes[tags] = tcode
+        else:
+            tcode = 0
         if "DELAY\x01" in props:
-            delay = get_property(props, _P_DELAY)
+            delay = get_property(props, P_DELAY)
             if delay is not None and delay != "0" and delay != "-1":
                 topic, queue_id, props, tcode = self._delay(topic, queue_id, props, delay)
-        if "TIMER_" in props and any(get_property(props, k) for k in _TIMER_KEYS):
+        if "TIMER_" in props and any(get_property(props, k) for k in TIMER_KEYS):
             raise MessageIllegal("timer messages (TIMER_DELIVER_MS / TIMER_DELAY_*) are not supported "
                                  "by this broker; use a delay level (DELAY)")
         wait = True
         if self._sync_flush and "WAIT\x01" in props:
-            wait = (get_property(props, _P_WAIT) or "true").lower() == "true"
-        msg = _message_to_store(
-            topic, queue_id, body, h.flag, props, tcode, (uniq,) if not keys else _index_keys(uniq, keys),
-            sys_flag, h.born_timestamp, channel.attrs.get("born_host") or _parse_born_host(channel),
-            h.reconsume_times or 0, wait)
-        if not self._sync_flush or not wait:
-            return self._response(request, self._store.append_message(msg), queue_id, uniq)
-        return self._await_put(self._store.put_message(msg), request, queue_id, uniq)
+            wait = (get_property(props, P_WAIT) or "true").lower() == "true"
+        entry: SingleEntry = (
+            topic, queue_id, body, flag, props, tcode,  # type: ignore[assignment]  # bodies are bytes
+            (uniq,) if not keys else index_keys(uniq, keys), sys_flag, born_ts, born_host, reconsume_times)
+        return entry, wait, uniq
 
-    async def _await_put(self, put: Awaitable[PutMessageResult], request: RemotingCommand,
-                         queue_id: int, uniq: str) -> RemotingCommand:
-        return self._response(request, await put, queue_id, uniq)
+    def _store_lane(self, lane: list[_Checked], results: list[_Result]) -> None:
+        """Store the checked single messages of a run and put their answers in `results`."""
+        stored = self._store.append_many([item[2] for item in lane])
+        self._stats.put_total += sum(type(r) is tuple for r in stored)
+        ok = self._ok_response
+        waiting: list[_Stored] = []
+        target = 0
+        for (i, request, entry, wait, uniq), r in zip(lane, stored, strict=True):
+            if type(r) is tuple:
+                phys, size, qoff = r
+                if wait and self._sync_flush:
+                    waiting.append((i, request, phys, qoff, entry[1], uniq))
+                    target = max(target, phys + size)
+                else:
+                    results[i] = ok(request, phys, qoff, entry[1], uniq, 0)
+            else:
+                results[i] = self._failed_response(request, r)  # type: ignore[arg-type]
+        if waiting:
+            loop = asyncio.get_running_loop()
+            futures = [loop.create_future() for _ in waiting]
+            for item, fut in zip(waiting, futures, strict=True):
+                results[item[0]] = fut
+            # One group-commit waiter answers the whole run.
+            self._store.flush_future(target).add_done_callback(
+                partial(self._answer_when_flushed, waiting, futures))
+
+    def _answer_when_flushed(self, waiting: list[_Stored], futures: list[asyncio.Future[RemotingCommand]],
+                             flushed: asyncio.Future[bool]) -> None:
+        if flushed.cancelled():  # the store is shutting down: no answers, as for a cancelled task
+            for fut in futures:
+                fut.cancel()
+            return
+        code = 0 if flushed.result() else ResponseCode.FLUSH_DISK_TIMEOUT
+        ok = self._ok_response
+        for (_, request, phys, qoff, queue_id, uniq), fut in zip(waiting, futures, strict=True):
+            if not fut.done():
+                fut.set_result(ok(request, phys, qoff, queue_id, uniq, code))
+
+    def _ok_response(self, request: RemotingCommand, phys: int, qoff: int, queue_id: int, uniq: str,
+                     code: int) -> RemotingCommand:
+        """The answer to a stored one-message send (code 0, or FLUSH_DISK_TIMEOUT): the extFields
+        `_response` would send, formatted straight to JSON (one per message on the hot path)."""
+        if uniq.isalnum():  # nothing to escape: the common case, a hex UNIQ_KEY
+            ext = _OK_EXT % (self._msg_id_json, phys, queue_id, qoff, self._ext_tail, uniq.encode())
+            return request.make_response(code, ext_json=ext)
+        return request.make_response(code, None, {
+            "msgId": f"{self._msg_id_prefix}{phys:016X}",
+            "queueId": str(queue_id),
+            "queueOffset": str(qoff),
+            "MSG_REGION": self._region,
+            "TRACE_ON": self._trace_on,
+            "transactionId": uniq,
+        })
+
+    def _failed_response(self, request: RemotingCommand, status: PutMessageStatus) -> RemotingCommand:
+        code, remark = _FAILED.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        self._stats.on_put_failed()
+        return request.make_response(code, remark.format(max=self._max_size),
+                                     {"MSG_REGION": self._region, "TRACE_ON": self._trace_on})
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int,
                   uniq: str | None, msg_id: str | None = None) -> RemotingCommand:
@@ -410,10 +459,7 @@ class SendMessageProcessor:
                 ext["transactionId"] = uniq
             code = 0 if status is _PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
             return request.make_response(code, None, ext)
-        code, remark = _FAILED.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
-        self._stats.on_put_failed()
-        return request.make_response(code, remark.format(max=self._max_size),
-                                     {"MSG_REGION": self._region, "TRACE_ON": self._trace_on})
+        return self._failed_response(request, status)
 
     def _delay(self, topic: str, queue_id: int, props: str, delay: str) -> tuple[str, int, str, int]:
         """Stage a DELAY=<level> message in SCHEDULE_TOPIC_XXXX (PROTOCOL.md §4.2)."""
@@ -422,7 +468,7 @@ class SendMessageProcessor:
         except ValueError:
             raise MessageIllegal(f"the DELAY property is not a delay level: {delay!r}") from None
         if level <= 0:
-            return topic, queue_id, props, tags_code(get_property(props, _P_TAGS))
+            return topic, queue_id, props, tags_code(get_property(props, P_TAGS))
         schedule = self._ctl.schedule_service
         if schedule is None:
             raise MessageIllegal("delayed messages (DELAY) are not supported by this broker")
@@ -446,89 +492,41 @@ class SendMessageProcessor:
         if cfg.topic_filter_type is _MULTI_TAG_TYPE:
             sys_flag |= _MULTI_TAGS
         props = h.properties or ""
-        delay = get_property(props, _P_DELAY)
+        delay = get_property(props, P_DELAY)
         if delay is not None and delay not in ("0", "-1"):
             raise MessageIllegal("batch messages cannot carry a delay level (DELAY)")
-        items = self._decode_batch(request.body)
-        wait = get_property(props, _P_WAIT)
-        batch = MessageBatchToStore(topic, queue_id, items, sys_flag, h.born_timestamp,
-                                    _parse_born_host(channel), h.reconsume_times or 0,
-                                    wait is None or wait.lower() == "true")
-        uniq = get_property(props, _P_UNIQ) or items[0][4][0]
-        if not self._sync_flush or not batch.wait_store_msg_ok:
-            return self._batch_response(request, self._store.append_messages(batch), queue_id, uniq)
-        return self._await_batch(self._store.put_messages(batch), request, queue_id, uniq)
+        flags, bodies, tails, tcodes, keys = decode_batch_body(request.body, self._max_size, self._tags_codes,
+                                                               self._uniq)
+        wait = get_property(props, P_WAIT)
+        batch = EncodedBatch(topic, queue_id, flags, bodies, tails, tcodes, keys, sys_flag, h.born_timestamp,
+                             _parse_born_host(channel), h.reconsume_times or 0,
+                             wait is None or wait.lower() == "true")
+        uniq = get_property(props, P_UNIQ) or keys[0][0]
+        result = self._store.append_messages(batch)
+        if not self._sync_flush or not batch.wait_store_msg_ok or not result.ok:
+            return self._batch_response(request, result, queue_id, uniq)
+        return self._await_batch(result, request, queue_id, uniq)
 
-    async def _await_batch(self, put: Awaitable[PutMessageResult], request: RemotingCommand,
-                           queue_id: int, uniq: str) -> RemotingCommand:
-        return self._batch_response(request, await put, queue_id, uniq)
+    def _await_batch(self, stored: PutMessageResult, request: RemotingCommand,
+                     queue_id: int, uniq: str) -> asyncio.Future[RemotingCommand]:
+        """The answer once the batch (appended already, in arrival order) is durable."""
+        answer: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+
+        def flushed(done: asyncio.Future[bool]) -> None:
+            if done.cancelled():
+                answer.cancel()
+            elif not answer.done():
+                result = stored if done.result() else dataclasses.replace(
+                    stored, status=PutMessageStatus.FLUSH_DISK_TIMEOUT)
+                answer.set_result(self._batch_response(request, result, queue_id, uniq))
+
+        self._store.flush_future(stored.wrote_offset + stored.wrote_bytes).add_done_callback(flushed)
+        return answer
 
     def _batch_response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int,
                         uniq: str) -> RemotingCommand:
         ids = joined_msg_ids(result) if result.ok else ""
         return self._response(request, result, queue_id, uniq, ids)
-
-    def _decode_batch(self, body: Any) -> list[tuple[int, bytes, str, int, tuple[str, ...]]]:
-        """Split a batch body (PROTOCOL.md §3.4) straight into store entries.
-
-        Inner properties are stored as sent (only a missing UNIQ_KEY is added), as RocketMQ does
-        since ISSUE #9416. This loop is the per-message cost of SEND_BATCH_MESSAGE, so the common
-        case (UNIQ_KEY and TAGS present once) is looked up inline.
-        """
-        data = body if type(body) is bytes else bytes(body)
-        end = len(data)
-        if end == 0:
-            raise MessageIllegal("the batch body is empty")
-        unpack_head = _BATCH_HEAD.unpack_from
-        unpack_short = _SHORT.unpack_from
-        max_size = self._max_size
-        codes = self._tags_codes
-        items: list[tuple[int, bytes, str, int, tuple[str, ...]]] = []
-        append = items.append
-        pos = 0
-        try:
-            while pos < end:
-                size, _magic, _crc, flag, body_len = unpack_head(data, pos)
-                rec_end = pos + size
-                b0 = pos + _BATCH_HEAD_SIZE
-                b1 = b0 + body_len
-                if size < _BATCH_HEAD_SIZE + 2 or rec_end > end or body_len < 0 or b1 + 2 > rec_end:
-                    raise MessageIllegal(f"the batch body is corrupt at byte {pos}")
-                props_len = unpack_short(data, b1)[0]
-                if props_len < 0 or b1 + 2 + props_len != rec_end:
-                    raise MessageIllegal(f"the batch body is corrupt at byte {pos}")
-                if body_len > max_size:
-                    raise MessageIllegal(f"the message body size over max value, MAX: {max_size}")
-                props = data[rec_end - props_len:rec_end].decode()
-                i = props.find("UNIQ_KEY\x01")
-                uniq: str | None
-                if i == 0 or (i > 0 and props[i - 1] == "\x02"):
-                    j = props.find("\x02", i + 9)
-                    uniq = props[i + 9:] if j < 0 else props[i + 9:j]
-                else:
-                    uniq = get_property(props, _P_UNIQ) if i > 0 else None
-                if not uniq:
-                    uniq = self._uniq()
-                    props = append_properties(props, ("UNIQ_KEY", uniq))
-                i = props.find("TAGS\x01")
-                tcode: int | None = 0
-                if i >= 0:
-                    if i == 0 or props[i - 1] == "\x02":
-                        j = props.find("\x02", i + 5)
-                        tags = props[i + 5:] if j < 0 else props[i + 5:j]
-                    else:
-                        tags = get_property(props, _P_TAGS) or ""
-                    tcode = codes.get(tags)
-                    if tcode is None:
-                        tcode = tags_code(tags)
-                        if len(codes) < 4096:
-                            codes[tags] = tcode
-                keys = (uniq,) if "KEYS\x01" not in props else _index_keys(uniq, get_property(props, _P_KEYS))
-                append((flag, data[b0:b1], props, tcode or 0, keys))
-                pos = rec_end
-        except (struct.error, UnicodeDecodeError) as exc:
-            raise MessageIllegal(f"the batch body is corrupt at byte {pos}: {exc}") from None
-        return items
 
     # -- CONSUMER_SEND_MSG_BACK ----------------------------------------------------------------------
 
@@ -591,7 +589,7 @@ class SendMessageProcessor:
             text = text + f"DELAY\x01{delay_level}\x02"
             topic, queue_id, text, tcode = self._delay(topic, queue_id, text, str(delay_level))
         put = MessageToStore(
-            topic, queue_id, msg.body, msg.flag, text, tcode, _index_keys(uniq, props.get("KEYS")),
+            topic, queue_id, msg.body, msg.flag, text, tcode, index_keys(uniq, props.get("KEYS")),
             msg.sys_flag, msg.born_timestamp, msg.born_host, msg.reconsume_times + 1, 0, 0, True,
         )
         result = await ctl.store.put_message(put)
