@@ -103,14 +103,19 @@ def check_send_allowed(topic: str) -> None:
         raise NoPermission(f"Sending message to topic[{topic}] is forbidden.")
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """RocketMQ's string2File: write a temp file, fsync it, keep the old file as .bak, rename."""
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """RocketMQ's string2File: write a temp file, fsync it, keep the old file as .bak, rename.
+
+    With sync=False the rename still makes the new content survive a process crash (the page
+    cache keeps it); only a power loss needs the fsyncs, which the caller then runs later.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            os.fsync(f.fileno())
     if path.exists():
         bak = path.with_name(path.name + ".bak")
         try:
@@ -118,6 +123,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             log.warning("could not keep a backup of %s", path)
     os.replace(tmp, path)
+    if not sync:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -208,13 +215,22 @@ class TopicConfigManager:
             self.on_change()
 
     def _schedule_persist(self) -> None:
-        """Coalesce writes: one background writer, fsync off the event loop."""
-        self._dirty = True
+        """Write the table before the change is acknowledged, fsync off the event loop.
+
+        A topic created (or auto-created by a send) and then lost to a kill -9 would orphan the
+        messages already acknowledged on it, so the file is replaced at once (a few KB, and topic
+        changes are rare); the background writer then makes it durable against power loss too.
+        """
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.persist()
             return
+        try:
+            atomic_write(self.path, self.encode(), sync=False)
+        except OSError:
+            log.exception("persist %s failed", self.path)
+        self._dirty = True
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_loop())
 
