@@ -143,10 +143,6 @@ async def test_traffic_counters_lag_and_storage(cluster: MetricsCluster) -> None
 
 
 async def test_request_counts_by_code(cluster: MetricsCluster) -> None:
-    from rocketq.remoting import RemotingServer
-
-    if not hasattr(RemotingServer, "set_request_observer"):
-        pytest.skip("the remoting server has no per-request observer hook yet (set_request_observer)")
     from rocketq.aio import Message, Producer
 
     topic = unique_name("RpcT")
