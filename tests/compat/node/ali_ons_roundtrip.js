@@ -14,8 +14,10 @@
 //                                      as every real ali-ons user does)
 //   --property K=V                     user property on every produced message (repeatable)
 //   --stop-file PATH                   consume: be one member of the group: print {"event":"started"}
-//                                      once the consumer is ready, consume until PATH exists, then
-//                                      exit 0 if at least COUNT (may be 0) distinct messages arrived
+//                                      once the consumer is ready, {"event":"owned","queues":[...]}
+//                                      whenever its allocation of TOPIC changes, consume until PATH
+//                                      exists, then exit 0 if at least COUNT (may be 0) distinct
+//                                      messages arrived
 //
 // stdout carries only JSON lines: {"event":"sent",...} per sent message, {"event":"received",...}
 // per delivered message (duplicates included), then one {"event":"summary",...}. Exit 0 when all
@@ -208,7 +210,19 @@ async function main() {
       consumer = consume(opts, summary, () => { enough = true; });
       await consumer.ready();
       emit({ event: 'started', group: opts.group, topic: opts.topic, pid: process.pid });
-      while (!fs.existsSync(opts.stopFile)) await sleep(50);
+      // ali-ons answers no GET_CONSUMER_RUNNING_INFO, so its allocation is told here instead.
+      let owned = null;
+      while (!fs.existsSync(opts.stopFile)) {
+        const queues = [ ...consumer.processQueueTable.values() ]
+          .filter(entry => entry && entry.messageQueue.topic === opts.topic)
+          .map(entry => Number(entry.messageQueue.queueId))
+          .sort((a, b) => a - b);
+        if (JSON.stringify(queues) !== owned) {
+          owned = JSON.stringify(queues);
+          emit({ event: 'owned', topic: opts.topic, queues });
+        }
+        await sleep(50);
+      }
       return finish(enough ? 0 : 2, enough ? undefined : `stopped with ${summary.received} of ${opts.count}`);
     }
     await new Promise(resolve => {
