@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 COMPAT_NODE := tests/compat/node
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: run test test-all bench lint typecheck setup clean
 
@@ -12,14 +13,19 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[test,dev,compat,spark,plot]'
+	$(BIN)/pip install -q -e '.[test,dev,compat,spark,plot,dashboard]'
 	touch $(STAMP)
 
 $(COMPAT_NODE)/node_modules/.installed: $(COMPAT_NODE)/package.json $(COMPAT_NODE)/package-lock.json
 	cd $(COMPAT_NODE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-setup: $(STAMP) $(COMPAT_NODE)/node_modules/.installed
+# The dashboard tests drive Debian's chromium (Playwright never downloads a browser here).
+$(CHROMIUM):
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium
+
+setup: $(STAMP) $(COMPAT_NODE)/node_modules/.installed $(CHROMIUM)
 
 run: $(STAMP)
 	$(BIN)/rocketq up $(ARGS)

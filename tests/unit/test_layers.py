@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "client": SHARED | {"remoting"},
     "admin": SHARED | {"remoting", "client"},
     "spark": SHARED | {"remoting", "store", "client", "admin"},
-    "cli": SHARED | {"remoting", "store", "namesrv", "broker", "client", "admin", "spark"},
+    "cli": SHARED | {"remoting", "store", "namesrv", "broker", "client", "admin", "spark", "dashboard"},
+    "dashboard": SHARED | {"remoting", "client", "admin"},
 }
 SANS_IO_FORBIDDEN = {"asyncio", "socket", "selectors", "uvloop", "mmap"}
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import rocketq
-from rocketq.cli import admin, bench, serve
+from rocketq.cli import admin, bench, dashboard, serve
 from rocketq.cli.errors import CliError, UsageError
 from rocketq.errors import ConfigError
 
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_commands(commands)
     bench.add_commands(commands)
     admin.add_command(commands)
+    dashboard.add_command(commands)
     return parser
 
 

@@ -1,0 +1,199 @@
+"""The dashboard server: aiohttp on the same asyncio loop as the one AdminClient it reads through.
+
+Every page is read-only except ``POST /send`` and ``POST /reset``. Those refuse a request whose
+Origin is not the dashboard itself (a page elsewhere posting a form to 127.0.0.1), and every
+request must name this server in its Host header (unless it binds a wildcard address), which keeps
+DNS-rebinding pages out.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from rocketq.admin import AdminClient
+from rocketq.dashboard import pages
+from rocketq.dashboard.render import CHART_JS, CHART_PATH, page
+from rocketq.errors import InvalidArgument, RemotingError, RocketQError
+
+__all__ = ["DashboardServer", "build_app", "start_dashboard"]
+
+log = logging.getLogger("rocketq.dashboard")
+
+ADMIN_KEY: web.AppKey[AdminClient] = web.AppKey("admin", AdminClient)
+HOSTS_KEY: web.AppKey[set[str]] = web.AppKey("hosts", set)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_HTML = "text/html"
+
+
+def _html(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, status=status, content_type=_HTML, charset="utf-8")
+
+
+def _status(exc: Exception) -> int:
+    if isinstance(exc, InvalidArgument):
+        return 400
+    if isinstance(exc, RemotingError):
+        return 502
+    return 500
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    hosts = request.app[HOSTS_KEY]
+    if hosts and request.host not in hosts:
+        return web.Response(text="unexpected Host header", status=421)
+    if request.method == "POST":
+        origin = request.headers.get("Origin")
+        # same-origin only: the form must come from a page this server served under this Host
+        if origin is not None and origin.split("://", 1)[-1] != request.host:
+            return web.Response(text="cross-site request refused", status=403)
+    response: web.StreamResponse = await handler(request)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    # Only our own script file runs: an inline script, had one slipped through escaping, would not.
+    response.headers.setdefault(
+        "Content-Security-Policy",
+        "default-src 'self'; script-src 'self'; style-src 'unsafe-inline'; "
+        "img-src 'self' data:; frame-ancestors 'none'",
+    )
+    return response
+
+
+def _page(title: str, render: Callable[[web.Request, AdminClient], Awaitable[str]]) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        admin = request.app[ADMIN_KEY]
+        try:
+            return _html(await render(request, admin))
+        except (RocketQError, TimeoutError) as exc:
+            log.warning("dashboard %s %s failed: %s", request.method, request.path_qs, exc)
+            return _html(page(title, "", error=f"{type(exc).__name__}: {exc}"), _status(exc))
+
+    return handle
+
+
+async def _form(request: web.Request) -> dict[str, str]:
+    data = await request.post()
+    return {k: v for k, v in data.items() if isinstance(v, str)}
+
+
+async def _group_json(request: web.Request) -> web.StreamResponse:
+    try:
+        data = await pages.group_json(request.app[ADMIN_KEY], request.query.get("name", ""))
+        return web.json_response(data)
+    except (RocketQError, TimeoutError) as exc:
+        return web.json_response({"error": f"{type(exc).__name__}: {exc}"}, status=_status(exc))
+
+
+async def _chart_js(request: web.Request) -> web.StreamResponse:
+    return web.Response(text=CHART_JS, content_type="text/javascript", charset="utf-8")
+
+
+async def _cluster(request: web.Request, admin: AdminClient) -> str:
+    return await pages.cluster_page(admin)
+
+
+async def _topics(request: web.Request, admin: AdminClient) -> str:
+    return await pages.topics_page(admin, bool(request.query.get("system")))
+
+
+async def _topic(request: web.Request, admin: AdminClient) -> str:
+    return await pages.topic_page(admin, request.query.get("name", ""))
+
+
+async def _groups(request: web.Request, admin: AdminClient) -> str:
+    return await pages.groups_page(admin)
+
+
+async def _group(request: web.Request, admin: AdminClient) -> str:
+    return await pages.group_page(admin, request.query.get("name", ""))
+
+
+async def _messages(request: web.Request, admin: AdminClient) -> str:
+    return await pages.messages_page(admin, dict(request.query))
+
+
+async def _send(request: web.Request, admin: AdminClient) -> str:
+    return await pages.send_message(admin, await _form(request))
+
+
+async def _reset(request: web.Request, admin: AdminClient) -> str:
+    return await pages.reset_offset(admin, await _form(request))
+
+
+def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.Application:
+    """The aiohttp application over a started ``admin``; ``allowed_hosts`` are the accepted
+    ``host:port`` Host headers (empty: any)."""
+    app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024)
+    app[ADMIN_KEY] = admin
+    app[HOSTS_KEY] = allowed_hosts or set()
+    app.router.add_get("/", _page("Cluster", _cluster))
+    app.router.add_get("/topics", _page("Topics", _topics))
+    app.router.add_get("/topic", _page("Topic", _topic))
+    app.router.add_get("/groups", _page("Consumer groups", _groups))
+    app.router.add_get("/group", _page("Consumer group", _group))
+    app.router.add_get("/messages", _page("Messages", _messages))
+    app.router.add_post("/send", _page("Send a message", _send))
+    app.router.add_post("/reset", _page("Reset offset", _reset))
+    app.router.add_get("/api/group", _group_json)
+    app.router.add_get(CHART_PATH, _chart_js)
+    return app
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardServer:
+    """A serving dashboard: ``url`` to open, ``close()`` to stop it and its admin client."""
+
+    host: str
+    port: int
+    runner: web.AppRunner
+    admin: AdminClient
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+        await self.admin.shutdown()
+
+
+async def start_dashboard(
+    namesrv_addr: str | None, host: str = "127.0.0.1", port: int = 0, *, timeout: float = 5.0
+) -> DashboardServer:
+    """Serve the dashboard on ``host:port`` (0: a free port) over the name servers ``namesrv_addr``."""
+    admin = AdminClient(namesrv_addr, timeout=timeout)
+    await admin.start()
+    try:
+        # Our own socket, so the port is known before serving (port 0) and the bind error is ours.
+        sock = socket.create_server((host, port), family=_family(host))
+    except BaseException:
+        await admin.shutdown()
+        raise
+    bound_port = int(sock.getsockname()[1])
+    shown = f"[{host}]" if ":" in host else host
+    hosts = {f"{shown}:{bound_port}"}
+    if host in ("127.0.0.1", "::1"):
+        hosts.add(f"localhost:{bound_port}")
+    elif host in ("0.0.0.0", "::", ""):
+        hosts = set()  # reachable under any of the machine's names: no Host check to make
+    runner = web.AppRunner(build_app(admin, hosts), access_log=None, handle_signals=False)
+    try:
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+    except BaseException:
+        await runner.cleanup()
+        sock.close()
+        await admin.shutdown()
+        raise
+    log.info("dashboard serving on %s:%d, name server %s", host, bound_port, ";".join(admin.namesrv_addrs))
+    return DashboardServer(host, bound_port, runner, admin)

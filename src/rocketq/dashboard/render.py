@@ -1,0 +1,110 @@
+"""HTML for the dashboard pages: every value that came from the cluster goes through :func:`esc`.
+
+Pages are built from strings rather than a template engine: there are few of them, and one escaping
+function that every cell passes through is easier to audit than autoescape rules.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from urllib.parse import quote
+
+__all__ = ["CHART_JS", "CHART_PATH", "Raw", "esc", "link", "page", "table", "url"]
+
+
+def esc(value: object) -> str:
+    """Text for an HTML element or a quoted attribute (quotes escaped too)."""
+    return html.escape(str(value), quote=True)
+
+
+def url(path: str, **params: object) -> str:
+    # quote with safe="" because topics may hold '%' and '|': an unquoted '%3C' would come back
+    # from the server's URL decoding as '<', i.e. as another topic.
+    query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params.items() if v is not None)
+    return f"{path}?{query}" if query else path
+
+
+def link(text: object, path: str, **params: object) -> str:
+    return f'<a href="{esc(url(path, **params))}">{esc(text)}</a>'
+
+
+class Raw(str):
+    """A cell that is already HTML (a link, a form): :func:`table` does not escape it again."""
+
+    __slots__ = ()
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, table_id: str = "") -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{c if isinstance(c, Raw) else esc(c)}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    ident = f' id="{esc(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_NAV = (("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Consumer groups"), ("/messages", "Messages"))
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:0;color:#222}
+nav{background:#1f3a5f;padding:.6em 1em}nav a{color:#fff;margin-right:1.5em;text-decoration:none}
+main{padding:1em 1.5em}table{border-collapse:collapse;margin:.5em 0 1.5em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f0f3f7}.error{background:#fde8e8;border:1px solid #e0a0a0;padding:.5em 1em}
+.ok{background:#e8f6e8;border:1px solid #9c9;padding:.5em 1em}
+form{margin:.5em 0 1.5em}input,textarea,select{margin:.2em .4em .2em 0}
+pre{background:#f6f6f6;padding:.5em;white-space:pre-wrap;word-break:break-all}
+#chart{border:1px solid #ccc;background:#fff}
+"""
+
+
+def page(title: str, body: str, *, error: str | None = None, script: str = "") -> str:
+    """A whole page; ``script`` is the path of one of our own scripts (the CSP allows no inline one)."""
+    nav = "".join(f'<a href="{href}">{esc(text)}</a>' for href, text in _NAV)
+    err = f'<p class="error" id="error">{esc(error)}</p>' if error else ""
+    js = f'<script src="{esc(script)}"></script>' if script else ""
+    return (
+        "<!doctype html><html><head><meta charset=\"utf-8\">"
+        f"<title>{esc(title)} - rocketq dashboard</title><style>{_CSS}</style></head>"
+        f"<body><nav>{nav}</nav><main><h1>{esc(title)}</h1>{err}{body}</main>{js}</body></html>"
+    )
+
+
+CHART_PATH = "/static/chart.js"
+
+# The live chart: polls the group's JSON endpoint every 2 s and draws lag and TPS on a canvas.
+# Values reach the page only as JSON numbers and as canvas text (never as HTML).
+CHART_JS = """
+(function(){
+const cv=document.getElementById('chart'),ctx=cv.getContext('2d');
+const src=cv.dataset.src,pts=[];let prev=null;
+function draw(){
+  const w=cv.width,h=cv.height,pad=40;ctx.clearRect(0,0,w,h);
+  if(!pts.length)return;
+  const maxLag=Math.max(1,...pts.map(p=>p.lag)),maxTps=Math.max(1,...pts.map(p=>p.tps));
+  ctx.strokeStyle='#ddd';ctx.beginPath();ctx.moveTo(pad,10);ctx.lineTo(pad,h-20);ctx.lineTo(w-pad,h-20);ctx.stroke();
+  function line(key,max,color){
+    ctx.strokeStyle=color;ctx.lineWidth=2;ctx.beginPath();
+    pts.forEach((p,i)=>{const x=pad+(w-2*pad)*i/Math.max(1,pts.length-1),y=h-20-(h-30)*p[key]/max;
+      i?ctx.lineTo(x,y):ctx.moveTo(x,y);});ctx.stroke();}
+  line('lag',maxLag,'#c0392b');line('tps',maxTps,'#2874a6');
+  ctx.fillStyle='#c0392b';ctx.fillText('lag (max '+maxLag+')',pad+4,12);
+  ctx.fillStyle='#2874a6';ctx.fillText('consume TPS (max '+maxTps.toFixed(1)+')',pad+160,12);
+}
+async function poll(){
+  try{
+    const r=await fetch(src,{cache:'no-store'});const d=await r.json();
+    if(d.error){document.getElementById('live').textContent='error: '+d.error;return;}
+    let tps=0;if(prev&&d.time>prev.time)tps=Math.max(0,(d.consumed-prev.consumed)*1000/(d.time-prev.time));
+    prev=d;pts.push({lag:d.lag,tps:tps});if(pts.length>60)pts.shift();
+    document.getElementById('live-lag').textContent=String(d.lag);
+    document.getElementById('live-tps').textContent=tps.toFixed(1);
+    document.getElementById('live-polls').textContent=String(Number(document.getElementById('live-polls').textContent)+1);
+    draw();
+  }catch(e){document.getElementById('live').textContent='poll failed: '+e;}
+}
+poll();setInterval(poll,Number(cv.dataset.interval||2000));
+})();
+"""

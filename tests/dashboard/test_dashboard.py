@@ -1,0 +1,226 @@
+"""The dashboard end to end: a real cluster, the ``rocketq dashboard`` process, headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from rocketq import ConsumeStatus, Message, Producer, PushConsumer
+from rocketq.client.consumer import ConsumeFromWhere
+from rocketq.codec.bodies import SubscriptionGroupConfig
+from rocketq.testing import RocketQCluster
+
+Dashboard = Any  # tests/dashboard/conftest.py's Dashboard: url, host, port, proc
+
+SCRIPT_BODY = "<script>alert(1)</script>"
+# Only '%', '|', letters, digits, '_' and '-' are legal in a topic: percent-escapes are how
+# HTML-ish text gets in, and a dashboard that URL-decodes a name twice would show '<b>'.
+HTML_TOPIC = "Q%3Cb%3Ebold%3C%2Fb%3E|%22x"
+
+
+def _listening(port: int) -> list[str]:
+    """Local addresses (hex, as /proc shows them) of the sockets listening on ``port``."""
+    out = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        path = Path(name)
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            addr, hex_port = fields[1].rsplit(":", 1)
+            if int(hex_port, 16) == port and fields[3] == "0A":
+                out.append(addr)
+    return out
+
+
+def test_binds_loopback_only(dashboard: Dashboard) -> None:
+    assert dashboard.host == "127.0.0.1"
+    assert _listening(dashboard.port) == ["0100007F"]
+
+
+def test_overview_lists_the_broker(page: Any, dashboard: Dashboard, cluster: RocketQCluster) -> None:
+    page.goto(dashboard.url + "/")
+    brokers = page.locator("#brokers")
+    assert cluster.broker_name in brokers.inner_text()
+    row = brokers.locator("tbody tr", has_text=cluster.broker_addr)
+    assert row.count() == 1
+    assert "UP" in row.inner_text() and cluster.cluster_name in row.inner_text()
+
+
+def test_created_topic_is_shown_with_its_queues(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    cluster.create_topic("DashTopicA", queues=3)
+    page.goto(dashboard.url + "/topics")
+    page.get_by_role("link", name="DashTopicA", exact=True).click()
+    assert page.locator("#topic-name").inner_text() == "DashTopicA"
+    assert page.locator("#queues tbody tr").count() == 3
+    assert cluster.broker_name in page.locator("#route").inner_text()
+
+
+def _send_from_topic_page(page: Any, dashboard: Dashboard, topic: str, keys: str, body: str) -> str:
+    page.goto(dashboard.url + "/topics")
+    page.get_by_role("link", name=topic, exact=True).click()
+    form = page.locator("#send-form")
+    form.locator("input[name=tags]").fill("TagA")
+    form.locator("input[name=keys]").fill(keys)
+    form.locator("textarea[name=body]").fill(body)
+    form.locator("button").click()
+    sent = page.locator("#sent")
+    assert "SEND_OK" in sent.inner_text()
+    assert page.locator("#topic-name").inner_text() == topic
+    return str(sent.locator("code").inner_text())
+
+
+def _assert_body_shown_as_text(page: Any, body: str) -> None:
+    assert page.locator("#result-count").inner_text() == "1 message(s)"
+    assert page.locator("pre.body").inner_text() == body
+    assert page.locator("main script, main img").count() == 0
+
+
+def test_message_sent_then_found_by_key_and_id_escaped(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    cluster.create_topic("DashMsg", queues=2)
+    msg_id = _send_from_topic_page(page, dashboard, "DashMsg", "order-77", SCRIPT_BODY)
+
+    page.goto(dashboard.url + "/messages")
+    form = page.locator("#by-key")
+    form.locator("input[name=topic]").fill("DashMsg")
+    form.locator("input[name=key]").fill("order-77")
+    form.locator("button").click()
+    _assert_body_shown_as_text(page, SCRIPT_BODY)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.content()
+
+    form = page.locator("#by-id")
+    form.locator("input[name=id]").fill(msg_id)
+    form.locator("input[name=topic]").fill("DashMsg")
+    form.locator("button").click()
+    _assert_body_shown_as_text(page, SCRIPT_BODY)
+    assert msg_id in page.locator("section.message").inner_text()
+
+    form = page.locator("#by-time")
+    form.locator("input[name=topic]").fill("DashMsg")
+    form.locator("input[name=begin]").fill("0")
+    form.locator("input[name=end]").fill("now")
+    form.locator("button").click()
+    _assert_body_shown_as_text(page, SCRIPT_BODY)
+
+
+def test_html_ish_topic_key_and_body_are_shown_literally(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    cluster.create_topic(HTML_TOPIC, queues=1)
+    body = '<img src=x onerror="alert(2)"><b>bold</b>'
+    _send_from_topic_page(page, dashboard, HTML_TOPIC, "<b>k</b>", body)
+    assert page.locator("main b", has_text="bold").count() == 0
+
+    page.goto(dashboard.url + "/messages")
+    form = page.locator("#by-key")
+    form.locator("input[name=topic]").fill(HTML_TOPIC)
+    form.locator("input[name=key]").fill("<b>k</b>")
+    form.locator("button").click()
+    _assert_body_shown_as_text(page, body)
+    assert page.locator("section.message").get_by_text(HTML_TOPIC, exact=True).count() == 1
+
+
+def test_group_lag_goes_down_while_a_consumer_runs(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    topic, group, total = "DashLag", "DashLagGroup", 120
+    cluster.create_topic(topic, queues=2)
+    with Producer("dash_lag_pg", namesrv_addr=cluster.namesrv_addr) as producer:
+        for i in range(total):
+            producer.send(Message(topic, f"m{i}".encode()))
+    cluster.admin().create_and_update_subscription_group_config(
+        cluster.broker_addr, SubscriptionGroupConfig(group)
+    )
+
+    # the group has no offsets yet: the reset form puts it at the start of the topic
+    page.goto(dashboard.url + f"/group?name={group}")
+    form = page.locator("#reset-form")
+    form.locator("input[name=topic]").fill(topic)
+    form.locator("input[name=time]").fill("0")
+    form.locator("button").click()
+    assert "Reset" in page.locator("#reset-done").inner_text()
+    assert page.locator("#total-lag").inner_text() == str(total)
+    page.wait_for_function(f"document.getElementById('live-lag').textContent === '{total}'")
+
+    lock = threading.Lock()
+
+    def slow(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        with lock:  # one message at a time: the lag has to be seen falling, not just gone
+            time.sleep(0.04 * len(msgs))
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        # a small window makes every pull carry the committed offset (persisting starts only after 10 s)
+        pull_threshold_for_queue=4, pull_batch_size=4,
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(slow)
+    consumer.start()
+    seen: list[int] = []
+    tps_seen: list[float] = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            lag = int(page.locator("#live-lag").inner_text())
+            if not seen or seen[-1] != lag:
+                seen.append(lag)
+            tps_seen.append(float(page.locator("#live-tps").inner_text()))
+            if lag == 0:
+                break
+            time.sleep(0.25)
+    finally:
+        consumer.shutdown()
+    assert seen[0] == total and seen[-1] == 0, seen
+    assert any(0 < v < total for v in seen), f"lag never seen between {total} and 0: {seen}"
+    assert seen == sorted(seen, reverse=True), seen
+    assert max(tps_seen) > 0
+    assert int(page.locator("#live-polls").inner_text()) >= 3
+
+    page.goto(dashboard.url + "/groups")
+    row = page.locator("#groups tbody tr", has_text=group)
+    assert row.locator("td").nth(1).inner_text() == "0"
+
+
+def _http(url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_cross_site_post_and_foreign_host_are_refused(dashboard: Dashboard) -> None:
+    form = urllib.parse.urlencode({"topic": "DashMsg", "body": "x"}).encode()
+    status, _ = _http(dashboard.url + "/send", data=form, headers={"Origin": "http://evil.example"})
+    assert status == 403
+    status, _ = _http(dashboard.url + "/", headers={"Host": "evil.example"})
+    assert status == 421
+
+
+def test_unknown_topic_is_an_escaped_error_box(page: Any, dashboard: Dashboard) -> None:
+    response = page.goto(dashboard.url + "/topic?name=" + urllib.parse.quote("No%3Cb%3ESuchTopic", safe=""))
+    assert response.status >= 400
+    error = page.locator("#error")
+    assert "TopicNotExist" in error.inner_text() or "No%3Cb%3ESuchTopic" in error.inner_text()
+    assert page.locator("main b").count() == 0
+
+
+def test_group_json_endpoint(dashboard: Dashboard) -> None:
+    status, text = _http(dashboard.url + "/api/group?name=DashLagGroup")
+    assert status == 200
+    data = json.loads(text)
+    assert data["group"] == "DashLagGroup" and data["lag"] == 0 and data["consumed"] >= 120
+    assert {q["topic"] for q in data["queues"]} >= {"DashLag"}
