@@ -121,7 +121,10 @@ class GroupCommitService:
         if not self._running or not self._waiting or self._flushing >= self.MAX_FLUSHES:
             return  # a flush that ends starts the next round
         cl = self.store.commit_log
-        if max(item[0] for item in self._waiting) <= self._covered:
+        # Only a flush still in the disk can cover a waiter: once none is, whatever still waits
+        # gets a flush of its own (trusting a finished flush's start point here lost wake-ups,
+        # leaving puts to hit syncFlushTimeout with their data already durable).
+        if self._flushing and max(item[0] for item in self._waiting) <= self._covered:
             return  # the flush in progress covers every waiter
         self._covered = cl.max_offset
         self._flushing += 1
