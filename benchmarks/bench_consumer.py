@@ -8,6 +8,11 @@ store, then drained by a PushConsumer with a no-op listener from CONSUME_FROM_FI
 consumeMessageBatchMaxSize 32 and once with 1 (a fresh group each time). Both a sync listener (run on
 the consume threads, RocketMQ's model) and an async one (run on the event loop) are measured.
 
+Each drain also prints the CPU it cost per message: the client's event-loop thread (where pulls,
+decoding and commits run), the whole client process (plus the consume threads), and the server
+process. On a shared machine the rates move with the load (printed first); the CPU per message
+is the steadier figure.
+
 Latency: an aio Producer sends at a fixed rate (2 000 msgs/s by default) for a few seconds; a
 consumer with batch size 1 records now - send time (one process, one clock) for every message.
 Prints figures and returns them from `run()`; never asserts times.
@@ -101,6 +106,16 @@ async def _serve(data_dir: str, queues: int, messages: int, conn: Connection) ->
 # -- the consumer (this process) ------------------------------------------------------------------------
 
 
+def _process_cpu(pid: int) -> float:
+    """User + system CPU seconds of another process (Linux; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> float:
     from rocketq.client.consumer.push import PushConsumer
     from rocketq.client.consumer.types import ConsumeStatus
@@ -146,17 +161,20 @@ async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> d
     topic = f"{LATENCY_TOPIC}_{'async' if is_async else 'sync'}"
     samples: list[float] = []
 
-    async def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+    def sync_listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:  # on a consume thread
         now = time.perf_counter()
         for m in msgs:
             samples.append(now - float(m.body))
         return ConsumeStatus.CONSUME_SUCCESS
 
+    async def async_listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        return sync_listener(msgs, ctx)
+
     consumer = PushConsumer(
         group, namesrv_addr=namesrv, instance_name=group, consume_message_batch_max_size=1
     )
     consumer.subscribe(topic, "*")
-    consumer.register_listener(listener)
+    consumer.register_listener(async_listener if is_async else sync_listener)
     producer = Producer(f"{group}_p", namesrv_addr=namesrv)
     await producer.start()
     await consumer.start()
@@ -192,17 +210,30 @@ async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> d
     }
 
 
-async def _client_main(namesrv: str, messages: int, rate: int, seconds: float) -> dict[str, float]:
+async def _client_main(
+    namesrv: str, messages: int, rate: int, seconds: float, server_pid: int
+) -> dict[str, float]:
     figures: dict[str, float] = {}
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for is_async in (False, True):
         for batch in (32, 1):
             total = messages if batch == 32 else min(messages, 200_000)
             kind = "async" if is_async else "sync"
+            loop_cpu, client_cpu = time.thread_time(), time.process_time()
+            server_cpu = _process_cpu(server_pid)
             r = await _drain(namesrv, total, batch, is_async)
+            us = {
+                "loop": (time.thread_time() - loop_cpu) / total * 1e6,
+                "client": (time.process_time() - client_cpu) / total * 1e6,
+                "server": (_process_cpu(server_pid) - server_cpu) / total * 1e6,
+            }
             figures[f"drain_msgs_per_s_batch{batch}_{kind}"] = r
+            for part, value in us.items():
+                figures[f"drain_cpu_us_per_msg_{part}_batch{batch}_{kind}"] = value
             print(
                 f"drain {total:,} msgs, consumeMessageBatchMaxSize {batch:>2}, {kind} no-op listener: "
-                f"{r:>10,.0f} msgs/s"
+                f"{r:>10,.0f} msgs/s  (CPU per msg: loop thread {us['loop']:.2f} us, client "
+                f"{us['client']:.2f} us, servers {us['server']:.2f} us)"
             )
     for is_async in (False, True):
         kind = "async" if is_async else "sync"
@@ -230,7 +261,7 @@ def run(
         if not parent.poll(600):
             raise RuntimeError("the benchmark servers did not start")
         namesrv = parent.recv()
-        return run_loop(_client_main(namesrv, messages, rate, seconds))
+        return run_loop(_client_main(namesrv, messages, rate, seconds, proc.pid or 0))
     finally:
         try:
             parent.send("stop")

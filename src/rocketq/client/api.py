@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import random
 from collections.abc import Collection, Sequence
+from operator import attrgetter
 from typing import Any, Final
 
 from rocketq.client.config import ClientConfig
@@ -49,6 +50,7 @@ from rocketq.codec.message import (
     MessageSysFlag,
     decode_message,
     decode_messages,
+    decode_properties,
     decompress_body,
 )
 from rocketq.errors import (
@@ -101,6 +103,7 @@ _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
 _DEFAULT_REGION: Final = "DefaultRegion"
 _COMPRESSED = MessageSysFlag.COMPRESSED_FLAG
+_SYS_FLAG = attrgetter("sys_flag")
 
 
 def broker_error(response: RemotingCommand, addr: str | None = None) -> ServerError:
@@ -221,11 +224,14 @@ def _decompressed(msg: MessageExt) -> MessageExt:
     return msg
 
 
-def _decode_tolerant(body: bytes | bytearray | memoryview, addr: str | None) -> list[MessageExt]:
+def _decode_tolerant(
+    body: bytes | bytearray | memoryview, addr: str | None, extra_properties: str = ""
+) -> list[MessageExt]:
     """Every record of a pull body; a corrupt record ends the batch, as in MessageDecoder.decodes."""
     try:
-        return decode_messages(body)
+        return decode_messages(body, extra_properties)
     except ProtocolError as first:
+        extra = decode_properties(extra_properties)
         out: list[MessageExt] = []
         pos = 0
         while pos < len(body):
@@ -233,6 +239,7 @@ def _decode_tolerant(body: bytes | bytearray | memoryview, addr: str | None) -> 
                 msg, pos = decode_message(body, pos)
             except ProtocolError:
                 break
+            msg.properties.update(extra)
             out.append(msg)
         if not out:
             raise ProtocolError(f"undecodable pull body from {addr}: {first}") from None
@@ -269,15 +276,15 @@ def process_pull_response(
         if not isinstance(body, bytes | bytearray | memoryview):
             body = response.body_bytes()
         if len(body):
-            messages = _decode_tolerant(body, addr)
+            # MIN_OFFSET / MAX_OFFSET ride along as properties text appended to each record's (the
+            # later key wins), so no message pays for a dict unless someone reads its properties.
+            # The leading separator closes a stored string written without its trailing one.
+            stamp = f"\x02MIN_OFFSET\x01{min_text}\x02MAX_OFFSET\x01{max_text}\x02"
+            messages = _decode_tolerant(body, addr, stamp)
         if tags:
-            messages = [m for m in messages if m.properties.get("TAGS") in tags]
-        for i, m in enumerate(messages):
-            props = m.properties
-            props["MIN_OFFSET"] = min_text
-            props["MAX_OFFSET"] = max_text
-            if decompress and m.sys_flag & _COMPRESSED:
-                messages[i] = _decompressed(m)
+            messages = [m for m in messages if m.tags in tags]
+        if decompress and any(map(_COMPRESSED.__and__, map(_SYS_FLAG, messages))):
+            messages = [_decompressed(m) for m in messages]
     return PullResult(status, next_begin, min_offset, max_offset, messages, suggest)
 
 

@@ -33,6 +33,12 @@ log = logging.getLogger("rocketq.client")
 
 RECONSUME_LOCALLY_DELAY = 5.0  # s, for messages the broker refused to take back
 CHUNK_WHEN_PENDING = 4  # jobs queued per consume thread before batches of one pull travel together
+# A listener that usually (in most recent batches) takes less than this costs less than the
+# hand-off that would run it in parallel, so the batches of one pull travel as one job. Slower
+# (I/O-bound) listeners keep one job per batch and so their parallelism. "Usually", not "on
+# average": a thread descheduled on a busy machine must not flip the choice.
+FAST_LISTENER_RT = 100e-6  # s
+_FAST_SMOOTHING = 1 / 16
 EXPIRED_SEND_BACK_DELAY_LEVEL = 3
 _SUCCESS = ConsumeStatus.CONSUME_SUCCESS
 _LATER = ConsumeStatus.RECONSUME_LATER
@@ -102,6 +108,8 @@ class ConsumeMessageConcurrentlyService:
         self._timers: set[asyncio.TimerHandle] = set()
         self._stopped = False
         self._stats_items: dict[str, tuple[Any, Any, Any]] = {}
+        # Running share of batches whose listener call was fast; starts "slow" until measured.
+        self._fast_share = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -142,58 +150,83 @@ class ConsumeMessageConcurrentlyService:
     ) -> None:
         if self._stopped or not msgs:
             return
+        if type(msgs) is not list:
+            msgs = list(msgs)
         size = self.batch_size
         if len(msgs) <= size:
-            self._submit(ConsumeRequest(list(msgs), pq, mq))
+            self._submit([ConsumeRequest(msgs, pq, mq)])
             return
-        reqs = [ConsumeRequest(list(msgs[i : i + size]), pq, mq) for i in range(0, len(msgs), size)]
+        reqs = [ConsumeRequest(msgs[i : i + size], pq, mq) for i in range(0, len(msgs), size)]
         pool = self._pool
-        if isinstance(pool, ThreadListenerPool) and pool.pending >= CHUNK_WHEN_PENDING * pool.workers:
-            # (only a thread pool: an async pool has no hand-off to save)
-            # Every thread has plenty queued already: hand these over as one job (the listener is
-            # still called once per batch) so a backlog costs one thread hand-off per pull, not per
-            # batch. An idle pool gets them one by one, for parallelism and latency.
-            self._submit_chunk(reqs)
+        if self._fast_share > 0.5 or (
+            isinstance(pool, ThreadListenerPool) and pool.pending >= CHUNK_WHEN_PENDING * pool.workers
+        ):
+            # A fast listener, or every thread has plenty queued already: hand these over as one
+            # job (the listener is still called once per batch) so the pull costs one hand-off and
+            # one commit, not one per batch. Otherwise they go one by one, for parallelism (a
+            # listener waiting on I/O) and latency.
+            self._submit(reqs)
             return
         for req in reqs:
-            self._submit(req)
+            self._submit([req])
 
-    def _track(self, req: ConsumeRequest, now: float) -> None:
-        req.begin = now
-        req.process_queue.in_flight[req.msgs[0].queue_offset] = req
-
-    def _submit(self, req: ConsumeRequest) -> None:
+    def _submit(self, reqs: list[ConsumeRequest]) -> None:
+        """One job of one or more batches, all of one queue."""
         pool = self._pool
         if pool is None:
             return
-        self._track(req, time.monotonic())
+        now = time.monotonic()
+        in_flight = reqs[0].process_queue.in_flight
+        for req in reqs:
+            req.begin = now
+            in_flight[req.msgs[0].queue_offset] = req
         try:
             if isinstance(pool, AsyncListenerPool):
-                pool.submit(self._consume_async, req, self._finish)
+                pool.submit(self._consume_async, reqs, self._finish_job)
             else:
-                pool.submit(self._consume_sync, req, self._finish)
+                pool.submit(self._consume_sync_job, reqs, self._finish_job)
         except RuntimeError:  # shut down meanwhile: the messages are re-delivered to the group
-            req.process_queue.in_flight.pop(req.msgs[0].queue_offset, None)
-
-    def _submit_chunk(self, reqs: list[ConsumeRequest]) -> None:
-        pool = self._pool
-        assert isinstance(pool, ThreadListenerPool)
-        now = time.monotonic()
-        for req in reqs:
-            self._track(req, now)
-        try:
-            pool.submit(self._consume_sync_chunk, reqs, self._finish_chunk)
-        except RuntimeError:
             for req in reqs:
-                req.process_queue.in_flight.pop(req.msgs[0].queue_offset, None)
+                in_flight.pop(req.msgs[0].queue_offset, None)
 
-    def _consume_sync_chunk(self, reqs: list[ConsumeRequest]) -> None:
+    def _consume_sync_job(self, reqs: list[ConsumeRequest]) -> None:
         for req in reqs:
             self._consume_sync(req)
 
-    def _finish_chunk(self, reqs: list[ConsumeRequest]) -> None:
+    def _finish_job(self, reqs: list[ConsumeRequest]) -> None:
+        """The results of one job (batches of one pull, so of one queue): the fully acknowledged
+        batches are accounted and committed together; any other takes the one-batch path."""
+        done: list[MessageExt] = []
+        ok_msgs = rt_ms = ok_reqs = 0
+        fast = 0
+        last: ConsumeRequest | None = None
         for req in reqs:
-            self._finish(req)
+            ctx = req.context
+            n = len(req.msgs)
+            if (
+                req.pending is not None
+                or req.status is not _SUCCESS
+                or req.process_queue.dropped
+                or req.expired
+                or (ctx is not None and ctx.ack_index < n - 1)
+            ):
+                self._finish(req)
+                continue
+            req.process_queue.in_flight.pop(req.msgs[0].queue_offset, None)
+            done += req.msgs
+            ok_msgs += n
+            ok_reqs += 1
+            rt_ms += int(req.rt * 1000.0)
+            fast += req.rt < FAST_LISTENER_RT
+            last = req
+        if last is None:
+            return
+        self._fast_share += (fast / ok_reqs - self._fast_share) * _FAST_SMOOTHING
+        ok_item, _, rt_item = self._items(last.message_queue.topic)
+        now = time.monotonic()
+        ok_item.add(ok_msgs, ok_reqs, now)
+        rt_item.add(rt_ms, ok_reqs, now)
+        self._commit(last.process_queue, last.message_queue, done)
 
     def submit_consume_request_later(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
@@ -247,32 +280,43 @@ class ConsumeMessageConcurrentlyService:
             self._log_failure(req, e)
             req.status, req.hook_type = _LATER, "EXCEPTION"
         else:
-            if inspect.isawaitable(result):
+            if result is _SUCCESS:  # the common answer, without the generic checks
+                req.status, req.hook_type = _SUCCESS, "SUCCESS"
+            elif inspect.isawaitable(result):
                 req.pending = result
                 return
-            req.status, req.hook_type = listener_status(result, ConsumeStatus, _LATER)
+            else:
+                req.status, req.hook_type = listener_status(result, ConsumeStatus, _LATER)
         req.rt = time.monotonic() - start
-        self._hook_after(hook_ctx, req)
+        if hook_ctx is not None:
+            self._hook_after(hook_ctx, req)
 
-    async def _consume_async(self, req: ConsumeRequest) -> None:
-        """On the loop."""
-        context = ConsumeConcurrentlyContext(req.message_queue)
-        req.context = context
-        hook_ctx = self._hook_context(req)
-        start = time.monotonic()
-        try:
-            result = self.listener(req.msgs, context)
-            if inspect.isawaitable(result):
-                result = await result
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            self._log_failure(req, e)
-            req.status, req.hook_type = _LATER, "EXCEPTION"
-        else:
-            req.status, req.hook_type = listener_status(result, ConsumeStatus, _LATER)
-        req.rt = time.monotonic() - start
-        self._hook_after(hook_ctx, req)
+    async def _consume_async(self, reqs: list[ConsumeRequest]) -> None:
+        """On the loop: the batches of one job in turn."""
+        listener = self.listener
+        monotonic = time.monotonic
+        for req in reqs:
+            context = ConsumeConcurrentlyContext(req.message_queue)
+            req.context = context
+            hook_ctx = self._hook_context(req)
+            start = monotonic()
+            try:
+                result = listener(req.msgs, context)
+                if inspect.isawaitable(result):
+                    result = await result
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                self._log_failure(req, e)
+                req.status, req.hook_type = _LATER, "EXCEPTION"
+            else:
+                if result is _SUCCESS:
+                    req.status, req.hook_type = _SUCCESS, "SUCCESS"
+                else:
+                    req.status, req.hook_type = listener_status(result, ConsumeStatus, _LATER)
+            req.rt = monotonic() - start
+            if hook_ctx is not None:
+                self._hook_after(hook_ctx, req)
 
     def _log_failure(self, req: ConsumeRequest, e: Exception) -> None:
         log.warning(
@@ -319,11 +363,8 @@ class ConsumeMessageConcurrentlyService:
         n = len(msgs)
         ctx = req.context
         consumer = self.consumer
-        topic = req.message_queue.topic
-        items = self._stats_items.get(topic)
-        if items is None:
-            items = self._stats_items[topic] = consumer.stats.consume_items(self.group, topic)
-        ok_item, failed_item, rt_item = items
+        ok_item, failed_item, rt_item = self._items(req.message_queue.topic)
+        self._fast_share += ((req.rt < FAST_LISTENER_RT) - self._fast_share) * _FAST_SMOOTHING
         now = time.monotonic()
         if req.status is _SUCCESS:
             ack = n - 1 if ctx is None or ctx.ack_index >= n else ctx.ack_index
@@ -344,6 +385,12 @@ class ConsumeMessageConcurrentlyService:
                 self._spawn(self._send_back_then_commit(req, failed, delay))
                 return
         self._commit(req.process_queue, req.message_queue, msgs)
+
+    def _items(self, topic: str) -> tuple[Any, Any, Any]:
+        items = self._stats_items.get(topic)
+        if items is None:
+            items = self._stats_items[topic] = self.consumer.stats.consume_items(self.group, topic)
+        return items
 
     def _commit(self, pq: ProcessQueue, mq: MessageQueue, done: Sequence[MessageExt]) -> None:
         offset = pq.remove_messages(done)

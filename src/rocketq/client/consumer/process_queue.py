@@ -17,6 +17,8 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Iterable, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from rocketq.codec.message import MessageExt
@@ -35,6 +37,9 @@ REBALANCE_LOCK_MAX_LIVE_TIME = 30.0
 REBALANCE_LOCK_INTERVAL = 20.0
 # A push queue not pulled for this long is considered broken and is rebuilt by the next rebalance.
 PULL_MAX_IDLE_TIME = 120.0
+
+_OFFSET = attrgetter("queue_offset")
+_BODY = attrgetter("body")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -152,10 +157,9 @@ class ProcessQueue:
         first = msgs[0].queue_offset
         size = 0
         if (not table or first > next(reversed(table))) and first > self._taken_max():
-            # The common case: a pull continues where the last one ended.
-            for m in msgs:
-                table[m.queue_offset] = m
-                size += len(m.body)
+            # The common case: a pull continues where the last one ended (C-level loops only).
+            table.update(zip(map(_OFFSET, msgs), msgs, strict=True))
+            size = sum(map(len, map(_BODY, msgs)))
             added = len(msgs)
             self.queue_offset_max = msgs[-1].queue_offset
         else:
@@ -192,13 +196,10 @@ class ProcessQueue:
         self.last_consume_timestamp = time.monotonic()
         if not table:
             return -1
-        removed = 0
-        size = 0
-        for m in msgs:
-            if table.pop(m.queue_offset, None) is not None:
-                removed += 1
-                size += len(m.body)
+        gone = list(filter(None, map(table.pop, map(_OFFSET, msgs), repeat(None))))
+        removed = len(gone)
         if removed:
+            size = sum(map(len, map(_BODY, gone)))
             self.msg_count -= removed
             self.msg_size -= size
             self._notify_space()

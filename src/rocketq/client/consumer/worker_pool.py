@@ -153,6 +153,8 @@ class AsyncListenerPool:
         self._loop = asyncio.get_running_loop()
         self._queue: collections.deque[tuple[AsyncWork, Any, Done]] = collections.deque()
         self._idle: collections.deque[asyncio.Future[None]] = collections.deque()
+        # A worker was woken and has not run yet: it will take the next job, so don't wake another.
+        self._waking = False
         self._closed = False
         self.pending = 0
         self._tasks = [
@@ -164,12 +166,20 @@ class AsyncListenerPool:
             raise RuntimeError("listener pool is shut down")
         self.pending += 1
         self._queue.append((work, arg, done))
+        if not self._waking:
+            self._wake_one()
+
+    def _wake_one(self) -> None:
+        # One wake-up at a time, chained: a worker that takes a job while more are queued wakes the
+        # next one. A listener that never suspends so drains a burst in one worker (no wasted
+        # wake-ups); one that awaits I/O still fans the burst out over the workers.
         idle = self._idle
         while idle:
             waiter = idle.popleft()
             if not waiter.done():
                 waiter.set_result(None)
-                break
+                self._waking = True
+                return
 
     def run(self, work: AsyncWork, arg: Any) -> Awaitable[Any]:
         return work(arg)
@@ -179,6 +189,8 @@ class AsyncListenerPool:
         while True:
             while jobs:
                 work, arg, done = jobs.popleft()
+                if jobs and not self._waking:
+                    self._wake_one()
                 try:
                     await work(arg)
                 except asyncio.CancelledError:
@@ -192,7 +204,10 @@ class AsyncListenerPool:
                     log.exception("consume result processing failed")
             waiter = self._loop.create_future()
             self._idle.append(waiter)
-            await waiter
+            try:
+                await waiter
+            finally:
+                self._waking = False
 
     async def shutdown(self, wait: float = 0.0) -> None:
         self._closed = True
