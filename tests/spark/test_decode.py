@@ -99,8 +99,48 @@ def test_property_parsing_follows_rocketmq_rule(texts: list[str]) -> None:
     got = to_record_batch(lay, RowSchema((RowSchema.default().columns[8],)), broker="b")
     for text, value in zip(texts, got.column(0).to_pylist(), strict=True):
         expected = decode_properties(text)
-        pairs = dict(value)
-        assert pairs == expected
+        assert dict(value) == expected
+        assert len(value) == len(expected)  # a repeated key appears once: the last one wins
+
+
+def _with_raw_properties(raws: list[bytes]) -> bytes:
+    buf = b""
+    for i, props in enumerate(raws):
+        raw = encode_message(_msg(i, properties={}))
+        head = raw[: len(raw) - 2]
+        total = len(head) + 2 + len(props)
+        buf += total.to_bytes(4, "big") + head[4:] + len(props).to_bytes(2, "big") + props
+    return buf
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["KEYS", "TAGS", "UNIQ_KEY", "a", "bb"]),
+                                   st.text(alphabet="xyz\u00e9", min_size=1, max_size=5)), max_size=6),
+                min_size=1, max_size=15))
+def test_well_formed_properties_with_repeated_keys_keep_the_last(rows: list[list[tuple[str, str]]]) -> None:
+    raws = ["".join(f"{k}\x01{v}\x02" for k, v in pairs).encode() for pairs in rows]
+    buf = _with_raw_properties(raws)
+    lay = locate(as_u8(buf), np.array(record_starts(buf), dtype=np.int64))
+    schema = RowSchema.from_fields([("properties", "map<string,string>"), ("keys", "string"),
+                                    ("tags", "string"), ("msg_id", "string")])
+    got = to_record_batch(lay, schema, broker="b").to_pylist()
+    for pairs, row in zip(rows, got, strict=True):
+        expected = dict(pairs)
+        assert dict(row["properties"]) == expected
+        assert len(row["properties"]) == len(expected)
+        assert row["keys"] == expected.get("KEYS") and row["tags"] == expected.get("TAGS")
+        if "UNIQ_KEY" in expected:
+            assert row["msg_id"] == expected["UNIQ_KEY"]
+
+
+def test_repeated_property_key_agrees_with_codec() -> None:
+    buf = _with_raw_properties([b"KEYS\x01k1\x02TAGS\x01t\x02KEYS\x01k2\x02", b"KEYS\x01only\x02"])
+    lay = locate(as_u8(buf), np.array(record_starts(buf), dtype=np.int64))
+    got = to_record_batch(lay, RowSchema.default(), broker="b").to_pylist()
+    codec = decode_messages(buf)
+    assert [dict(r["properties"]) for r in got] == [m.properties for m in codec]
+    assert [len(r["properties"]) for r in got] == [2, 1]
+    assert [r["keys"] for r in got] == [m.keys for m in codec] == ["k2", "only"]
 
 
 def test_locate_stops_at_garbage_and_wrong_sizes() -> None:

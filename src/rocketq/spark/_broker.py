@@ -3,15 +3,23 @@
 Routes, offsets and offset commits go through the client SDK's ``MQClientAPI``; pulls and batch
 sends are issued here directly on its ``RemotingClient`` because the connector wants the raw
 answer bodies (the bulk Arrow decoder reads the stored records itself) and batch bodies built
-in bulk, not per-message objects. Spark calls are synchronous, so a ``BrokerSession`` owns a
-private event loop and runs each operation to completion on it; every call has a deadline.
+in bulk, not per-message objects.
+
+Spark calls are synchronous, so a ``BrokerSession`` owns a private event loop running in its
+own thread; blocking methods hand it a coroutine and wait for the result, every call with a
+deadline. Because the loop keeps running between calls, the network work overlaps the
+caller's: the next pull answers arrive while a task decodes the previous ones, and batch sends
+stay in flight while it encodes the next Arrow batch (the broker is never left idle waiting
+for the client).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import re
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -56,7 +64,7 @@ class QueueRef:
 class PullChunk:
     """Raw records of one queue, covering offsets [low, covered_to) (filtered ones omitted)."""
 
-    bodies: tuple[bytes | memoryview, ...]
+    bodies: tuple[bytes | bytearray | memoryview, ...]
     low: int
     covered_to: int
 
@@ -71,6 +79,8 @@ class BrokerSession:
         self.timeout = timeout
         self.group = group
         self._loop = new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="rocketq-spark-io", daemon=True)
+        self._thread.start()
         config = ClientConfig(namesrv_addr=namesrv, connect_timeout_millis=int(timeout * 1000),
                               mq_client_api_timeout=int(timeout * 1000))
         self._remoting = RemotingClient(connect_timeout=min(timeout, 3.0))
@@ -79,18 +89,28 @@ class BrokerSession:
 
     # -- plumbing --------------------------------------------------------------------------------
 
-    def run(self, coro: Any, timeout: float | None = None) -> Any:
-        """Run ``coro`` on the private loop with a deadline (never hangs a Spark task)."""
+    def submit(self, coro: Any, timeout: float | None = None) -> concurrent.futures.Future[Any]:
+        """Start ``coro`` on the session's loop with a deadline; the caller collects it later."""
         limit = self.timeout * 4 if timeout is None else timeout
-        return self._loop.run_until_complete(asyncio.wait_for(coro, limit))
+        return asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, limit), self._loop)
+
+    def run(self, coro: Any, timeout: float | None = None) -> Any:
+        """Run ``coro`` on the session's loop and wait for it (never hangs a Spark task)."""
+        return self.submit(coro, timeout).result()
 
     def close(self) -> None:
         if self._loop.is_closed():
             return
         try:
-            self._loop.run_until_complete(self._remoting.close())
+            if self._thread.is_alive():
+                self.run(self._remoting.close(), timeout=self.timeout)
+        except Exception as e:  # closing must not hide the error that got us here
+            log.debug("closing the broker session: %s", e)
         finally:
-            self._loop.close()
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(self.timeout)
+            if not self._thread.is_alive():
+                self._loop.close()
 
     def __enter__(self) -> BrokerSession:
         return self
@@ -106,7 +126,9 @@ class BrokerSession:
     def route(self, topic: str) -> TopicRouteData | None:
         """The topic's route, None when the name server does not know the topic."""
         try:
-            return self.run(self.api.get_topic_route_info_from_name_server(topic, self.timeout))
+            route: TopicRouteData | None = self.run(
+                self.api.get_topic_route_info_from_name_server(topic, self.timeout))
+            return route
         except TopicNotExist:
             return None
         except (RemotingError, TimeoutError) as e:
@@ -216,42 +238,28 @@ class BrokerSession:
         """
         state = _PullState(self, ref, start, end, subscription, window if subscription == "*" else 1, batch,
                            on_loss)
-        while not state.done:
-            chunk = self.run(state.fill(chunk_bytes), timeout=self.timeout * 6)
-            if chunk.bodies or chunk.covered_to > chunk.low:
-                yield chunk
-        state.cancel()
+        def next_fill() -> concurrent.futures.Future[PullChunk] | None:
+            return None if state.done else self.submit(state.fill(chunk_bytes), self.timeout * 6)
+
+        ahead = next_fill()
+        try:
+            while ahead is not None:
+                chunk = ahead.result()
+                # Ask for the next chunk before handing this one over: it arrives while the
+                # caller decodes. One fill at a time, and state is read only between fills.
+                ahead = next_fill()
+                if chunk.bodies or chunk.covered_to > chunk.low:
+                    yield chunk
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+            if not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(state.cancel)
 
     # -- send ------------------------------------------------------------------------------------
 
-    def send_batches(
-        self,
-        requests: Iterable[tuple[QueueRef, bytes | memoryview, int]],
-        *,
-        producer_group: str,
-        window: int = 8,
-    ) -> int:
-        """Send (queue, batch body, message count) items with ``window`` in flight; returns the
-        number of messages acknowledged. Raises on the first failed batch (at-least-once: the
-        Spark task retries and may resend batches that were already stored)."""
-
-        async def run_all() -> int:
-            sent = 0
-            inflight: set[asyncio.Task[int]] = set()
-            for ref, body, count in requests:
-                if len(inflight) >= window:
-                    done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
-                    sent += sum(t.result() for t in done)
-                inflight.add(asyncio.ensure_future(self._send_one(ref, body, count, producer_group)))
-            if inflight:
-                done, _ = await asyncio.wait(inflight)
-                sent += sum(t.result() for t in done)
-            return sent
-
-        try:
-            return int(self._loop.run_until_complete(run_all()))
-        except (RemotingError, TimeoutError) as e:
-            raise SourceUnavailableError(f"send failed: {e}") from None
+    def sender(self, producer_group: str, window: int = 8) -> SendPipeline:
+        return SendPipeline(self, producer_group, window)
 
     async def _send_one(self, ref: QueueRef, body: bytes | memoryview, count: int, group: str) -> int:
         header = SendMessageRequestHeader(
@@ -265,6 +273,66 @@ class BrokerSession:
             raise for_code(response.code, f"send to {ref.broker}/{ref.topic}/{ref.queue_id} failed: "
                                           f"{response.remark}")
         return count
+
+
+class SendPipeline:
+    """SEND_BATCH_MESSAGE requests with up to ``window`` in flight across ``submit`` calls; the
+    sends carry on while the caller builds the next ones. ``flush`` waits for all and returns the
+    number of messages acknowledged.
+
+    A failed send raises (at the next submit or at flush): delivery is at-least-once, the Spark
+    task is retried and may resend batches that were already stored.
+    """
+
+    def __init__(self, session: BrokerSession, producer_group: str, window: int) -> None:
+        self._session = session
+        self._group = producer_group
+        self._window = max(1, window)
+        self._tasks: set[asyncio.Task[int]] = set()
+        self.sent = 0
+        self.requests = 0
+
+    def submit(self, requests: Iterable[tuple[QueueRef, bytes | memoryview, int]]) -> None:
+        """Queue the sends; returns once all are in flight (blocks only while the window is full)."""
+        items = list(requests)
+        if items:
+            self._call(self._submit(items))
+
+    def flush(self) -> int:
+        self._call(self._drain())
+        return self.sent
+
+    def cancel(self) -> None:
+        tasks, self._tasks = self._tasks, set()
+        loop = self._session._loop
+        if not loop.is_closed():
+            for t in tasks:
+                loop.call_soon_threadsafe(t.cancel)
+
+    def _call(self, coro: Any) -> None:
+        try:
+            self._session.run(coro, timeout=self._session.timeout * (4 + 2 * self._window))
+        except (RemotingError, TimeoutError) as e:
+            self.cancel()
+            raise SourceUnavailableError(f"send failed: {e}") from None
+
+    async def _submit(self, items: list[tuple[QueueRef, bytes | memoryview, int]]) -> None:
+        for ref, body, count in items:
+            while len(self._tasks) >= self._window:
+                done, self._tasks = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+                self._collect(done)
+            self._tasks.add(asyncio.ensure_future(self._session._send_one(ref, body, count, self._group)))
+            self.requests += 1
+
+    async def _drain(self) -> None:
+        tasks, self._tasks = self._tasks, set()
+        if tasks:
+            done, _ = await asyncio.wait(tasks)
+            self._collect(done)
+
+    def _collect(self, done: set[asyncio.Task[int]]) -> None:
+        for t in done:
+            self.sent += t.result()
 
 
 def _now_ms() -> int:
@@ -299,7 +367,7 @@ class _PullState:
             self.pending.append((offset, count, task))
 
     async def fill(self, chunk_bytes: int) -> PullChunk:
-        bodies: list[bytes | memoryview] = []
+        bodies: list[bytes | bytearray | memoryview] = []
         size = 0
         low = self.cursor
         while not self.done and size < chunk_bytes:
@@ -322,6 +390,7 @@ class _PullState:
             nxt = int(ext.get("nextBeginOffset", offset))
             if code == ResponseCode.SUCCESS:
                 body = response.body
+                assert isinstance(body, (bytes, bytearray, memoryview)), "a received body is one buffer"
                 bodies.append(body)
                 size += len(body)
                 if not self.step_known:
@@ -367,4 +436,4 @@ class _PullState:
         self.pending.clear()
 
 
-__all__ = ["BrokerSession", "PullChunk", "QueueRef", "RocketQError"]
+__all__ = ["BrokerSession", "PullChunk", "QueueRef", "RocketQError", "SendPipeline"]

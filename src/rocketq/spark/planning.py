@@ -140,6 +140,25 @@ def _cut(r: QueueRange, parts: int) -> list[QueueRange]:
     return out
 
 
+PACK_ROWS = 100_000
+
+
+def pack(ranges: Sequence[QueueRange], target: int = PACK_ROWS) -> list[list[QueueRange]]:
+    """Group consecutive small ranges into tasks of up to ``target`` messages (a range that is
+    larger stays alone): a Spark task costs tens of milliseconds however little it reads, so a
+    micro-batch of a few thousand messages per queue is better read by one task."""
+    groups: list[list[QueueRange]] = []
+    rows = 0
+    for r in ranges:
+        if groups and rows + r.size <= target:
+            groups[-1].append(r)
+            rows += r.size
+        else:
+            groups.append([r])
+            rows = r.size
+    return groups
+
+
 def rate_limit(starts: Mapping[Key, int], latest: Mapping[Key, int], max_rows: int) -> dict[Key, int]:
     """End offsets that read at most ``max_rows`` in total, shared in proportion to each queue's
     backlog (Kafka's maxOffsetsPerTrigger rule); every queue with a backlog moves if it can."""

@@ -11,7 +11,7 @@ so a restarted query resumes exactly after the last committed micro-batch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,10 +25,10 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from rocketq.spark._broker import BrokerSession, QueueRef
-from rocketq.spark._decode import as_u8, locate, record_starts, to_record_batch
+from rocketq.spark._decode import as_u8, locate, record_start_array, to_record_batch
 from rocketq.spark.errors import DataLossError
 from rocketq.spark.options import ReadOptions, offsets_to_json
-from rocketq.spark.planning import QueueRange, Source, discover, plan_batch, rate_limit, split
+from rocketq.spark.planning import QueueRange, Source, discover, pack, plan_batch, rate_limit, split
 from rocketq.spark.schema import RowSchema
 from rocketq.spark.store_reader import StoreDirectory
 
@@ -38,24 +38,23 @@ Key = tuple[str, str, int]
 
 
 class RocketQPartition(InputPartition):
-    """One queue range; picklable (it travels to an executor)."""
+    """One or more queue ranges read by one Spark task; picklable (it travels to an executor).
 
-    def __init__(self, topic: str, broker: str, addr: str, queue_id: int, start: int, end: int) -> None:
-        super().__init__((topic, broker, queue_id, start, end))
-        self.topic = topic
-        self.broker = broker
-        self.addr = addr
-        self.queue_id = queue_id
-        self.start = start
-        self.end = end
+    Small ranges are packed together (``planning.pack``): a micro-batch of a few thousand
+    messages per queue is one task, not one task per queue.
+    """
+
+    def __init__(self, ranges: tuple[tuple[str, str, str, int, int, int], ...]) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
 
     @classmethod
-    def of(cls, r: QueueRange) -> RocketQPartition:
-        return cls(r.ref.topic, r.ref.broker, r.ref.addr, r.ref.queue_id, r.start, r.end)
+    def of(cls, group: Sequence[QueueRange]) -> RocketQPartition:
+        return cls(tuple((r.ref.topic, r.ref.broker, r.ref.addr, r.ref.queue_id, r.start, r.end)
+                         for r in group))
 
-    @property
-    def ref(self) -> QueueRef:
-        return QueueRef(self.topic, self.broker, self.queue_id, self.addr)
+    def queue_ranges(self) -> list[QueueRange]:
+        return [QueueRange(QueueRef(t, b, q, a), lo, hi) for t, b, a, q, lo, hi in self.ranges]
 
 
 def open_source(opts: ReadOptions) -> Source:
@@ -80,45 +79,45 @@ def _loss_handler(opts: ReadOptions) -> Any:
 
 
 def read_partition(opts: ReadOptions, schema: RowSchema, part: RocketQPartition) -> Iterator[pa.RecordBatch]:
-    """The rows of one partition, as RecordBatches of at most ~64k rows."""
-    ref = part.ref
+    """The rows of one partition, as RecordBatches of a few ten thousand rows."""
     on_loss = _loss_handler(opts)
     if opts.path is not None:
         store = StoreDirectory(opts.path, opts.broker_name)
-        yield from store.read(ref, part.start, part.end, schema, tags=opts.tags, on_loss=on_loss)
+        for r in part.queue_ranges():
+            yield from store.read(r.ref, r.start, r.end, schema, tags=opts.tags, on_loss=on_loss)
         return
     session = BrokerSession(opts.namesrv or "", timeout=opts.timeout_ms / 1000, group=opts.group)
     try:
-        last = part.start - 1
-        for chunk in session.pull_range(ref, part.start, part.end, subscription=opts.sub_expression,
-                                        window=opts.pull_window, batch=opts.pull_batch_size, on_loss=on_loss):
-            if not chunk.bodies:
-                continue
-            buf = chunk.bodies[0] if len(chunk.bodies) == 1 else b"".join(chunk.bodies)
-            u8 = as_u8(buf)
-            starts = np.array(record_starts(buf), dtype=np.int64)
-            lay = locate(u8, starts)
-            if lay.n == 0:
-                continue
-            offsets = lay.queue_offset
-            # Rows outside the range (a filtered pull scans past the end) or repeated after a
-            # gap re-request are dropped here, so each offset is produced once, in order.
-            prev = np.maximum.accumulate(np.concatenate(([last], offsets[:-1])))
-            keep = (offsets >= part.start) & (offsets < part.end) & (offsets > prev)
-            last = max(last, int(offsets.max()))
-            batch = to_record_batch(lay, schema, broker=ref.broker, topic=ref.topic, tags_filter=opts.tags)
-            if not keep.all():
-                if opts.tags is not None:  # rows were already filtered by tag: recompute on them
-                    qo = batch.column(schema.names.index("queue_offset")).to_numpy() \
-                        if "queue_offset" in schema.names else None
-                    if qo is not None:
-                        batch = batch.filter(pa.array((qo >= part.start) & (qo < part.end)))
-                else:
-                    batch = batch.filter(pa.array(keep))
-            if batch.num_rows:
-                yield batch
+        for r in part.queue_ranges():
+            yield from _read_range(session, opts, schema, r, on_loss)
     finally:
         session.close()
+
+
+def _read_range(session: BrokerSession, opts: ReadOptions, schema: RowSchema, r: QueueRange,
+                on_loss: Any) -> Iterator[pa.RecordBatch]:
+    ref = r.ref
+    last = r.start - 1
+    for chunk in session.pull_range(ref, r.start, r.end, subscription=opts.sub_expression,
+                                    window=opts.pull_window, batch=opts.pull_batch_size, on_loss=on_loss):
+        if not chunk.bodies:
+            continue
+        buf = chunk.bodies[0] if len(chunk.bodies) == 1 else b"".join(chunk.bodies)
+        u8 = as_u8(buf)
+        lay = locate(u8, record_start_array(u8))
+        if lay.n == 0:
+            continue
+        offsets = lay.queue_offset
+        # Rows outside the range (a filtered pull scans past the end) or repeated after a gap
+        # re-request are dropped here, so each offset is produced once, in order.
+        prev = np.maximum.accumulate(np.concatenate(([last], offsets[:-1])))
+        keep = (offsets >= r.start) & (offsets < r.end) & (offsets > prev)
+        last = max(last, int(offsets.max()))
+        if not bool(keep.all()):
+            lay = lay.take(np.flatnonzero(keep))
+        batch = to_record_batch(lay, schema, broker=ref.broker, topic=ref.topic, tags_filter=opts.tags)
+        if batch.num_rows:
+            yield batch
 
 
 class RocketQBatchReader(DataSourceReader):
@@ -132,8 +131,10 @@ class RocketQBatchReader(DataSourceReader):
             ranges = plan_batch(source, self.opts)
         finally:
             close_source(source)
-        log.info("rocketq batch read: %d partitions, %d messages", len(ranges), sum(r.size for r in ranges))
-        return [RocketQPartition.of(r) for r in ranges]
+        groups = pack(ranges) if self.opts.min_partitions is None else [[r] for r in ranges]
+        log.info("rocketq batch read: %d queue ranges in %d partitions, %d messages", len(ranges),
+                 len(groups), sum(r.size for r in ranges))
+        return [RocketQPartition.of(g) for g in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RocketQPartition)
@@ -158,6 +159,7 @@ class RocketQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._source: Source | None = None
         self._addrs: dict[Key, str] = {}
         self._target: dict[Key, int] | None = None  # availableNow: never read past this
+        self._committed: dict[Key, int] = {}  # consumerGroup offsets already on the brokers
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -199,20 +201,23 @@ class RocketQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - PySpark API name
         self._target = self._latest()
 
+    def _first_offsets(self, keys: list[Key]) -> dict[Key, int]:
+        """Where queues that are not in the previous offsets begin (their min offset), as Kafka's
+        source reads partitions added while a query runs from their earliest offset."""
+        if not keys:
+            return {}
+        if any(k not in self._addrs for k in keys):
+            self._queues()
+        refs = [QueueRef(k[0], k[1], k[2], self._addrs.get(k, "")) for k in keys]
+        return {r.key: v for r, v in self._src().min_offsets(refs).items()}
+
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802 - PySpark API name
         starts = _flatten(start)
+        self._commit_group(starts)
         latest = self._latest() if self._target is None else dict(self._target)
-        # A queue that appeared after the query started is read from its beginning.
-        for k in latest:
-            if k not in starts:
-                starts[k] = 0
-        if self._target is not None:
-            for k, v in starts.items():
-                if k not in latest:
-                    latest[k] = v
+        starts.update(self._first_offsets([k for k in latest if k not in starts]))
         for k, v in starts.items():
-            latest.setdefault(k, v)
-            latest[k] = max(latest[k], v)
+            latest[k] = max(latest.get(k, v), v)
         if isinstance(limit, ReadMaxRows):
             latest = rate_limit(starts, latest, int(limit.max_rows))
         return offsets_to_json(latest)
@@ -228,29 +233,49 @@ class RocketQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ends = _flatten(end)
         if not self._addrs:
             self._queues()
+        added = self._first_offsets([k for k in ends if k not in starts])
+        for k, first in added.items():
+            if first > 0:  # messages of a queue that appeared mid-stream were deleted before we saw it
+                _loss_handler(self.opts)(QueueRef(*k), 0, first)
+        starts.update(added)
         ranges = []
         for k, hi in sorted(ends.items()):
-            lo = starts.get(k, 0)
+            lo = starts[k]
             if hi > lo:
                 ranges.append(QueueRange(QueueRef(k[0], k[1], k[2], self._addrs.get(k, "")), lo, hi))
         ranges = split(ranges, self.opts.max_records_per_partition, None)
-        return [RocketQPartition.of(r) for r in ranges]
+        return [RocketQPartition.of(g) for g in pack(ranges)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RocketQPartition)
         yield from read_partition(self.opts, self.schema, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
+        self._commit_group(_flatten(end))
+
+    def _commit_group(self, offsets: dict[Key, int]) -> None:
+        """consumerGroup: store the end of the last finished micro-batch on the brokers.
+
+        Spark calls ``commit`` for a batch only when it plans the next one, and calls
+        ``latestOffset(start)`` only once the batch ending at ``start`` has finished; committing
+        from both keeps the group current when the query goes idle or an availableNow run ends.
+        """
         group = self.opts.consumer_group
-        source = self._src()
-        if group is None or not isinstance(source, BrokerSession):
+        if group is None or self.opts.path is not None:
             return
-        offsets = {QueueRef(k[0], k[1], k[2], self._addrs.get(k, "")): v for k, v in _flatten(end).items()}
-        offsets = {r: v for r, v in offsets.items() if r.addr}
+        changed = {k: v for k, v in offsets.items() if self._committed.get(k) != v}
+        refs = {QueueRef(k[0], k[1], k[2], self._addrs.get(k, "")): v for k, v in changed.items()}
+        refs = {r: v for r, v in refs.items() if r.addr}
+        if not refs:
+            return
+        source = self._src()
+        assert isinstance(source, BrokerSession)
         try:
-            source.commit_offsets(group, offsets)
+            source.commit_offsets(group, refs)
         except Exception as e:  # the checkpoint is the source of truth; the group offset is a courtesy
             log.warning("commit offsets of group %s failed: %s", group, e)
+            return
+        self._committed.update({r.key: v for r, v in refs.items()})
 
     def stop(self) -> None:
         if self._source is not None:

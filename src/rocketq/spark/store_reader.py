@@ -195,7 +195,7 @@ class StoreDirectory:
         schema: RowSchema,
         *,
         tags: Sequence[str] | None = None,
-        rows_per_batch: int = 65536,
+        rows_per_batch: int = 32768,
         on_loss: Callable[[QueueRef, int, int], None] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Record batches of queue ``ref`` for offsets [start, end)."""

@@ -61,7 +61,9 @@ def check_columns(schema_string: str, opts: WriteOptions) -> None:
 def _top_level_fields(schema_string: str) -> list[str]:
     """Split Spark's simpleString 'struct<a:int,b:map<string,string>>' at top-level commas."""
     inner = schema_string[len("struct<"):-1] if schema_string.startswith("struct<") else schema_string
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in inner:
         if ch == "<":
             depth += 1
@@ -224,11 +226,10 @@ class _Sender:
         self.opts = opts
         self.extra = extra
         self.session = BrokerSession(opts.namesrv, timeout=opts.timeout_ms / 1000)
+        self.pipeline = self.session.sender(opts.producer_group, opts.send_window)
         self.queues: dict[str, list[QueueRef]] = {}
         self.uniq = UniqIds()
         self.rr = random.randrange(1 << 16)
-        self.sent = 0
-        self.batches = 0
 
     def _queues(self, topic: str) -> list[QueueRef]:
         qs = self.queues.get(topic)
@@ -279,11 +280,14 @@ class _Sender:
             for body, count in _chunks(records, np.arange(n, dtype=np.int64), self.opts.batch_size):
                 self.rr += 1
                 requests.append((queues[self.rr % len(queues)], body, count))
-        self.sent += self.session.send_batches(requests, producer_group=self.opts.producer_group,
-                                               window=self.opts.send_window)
-        self.batches += len(requests)
+        self.pipeline.submit(requests)
+
+    def finish(self) -> RocketQCommit:
+        sent = self.pipeline.flush()
+        return RocketQCommit(sent, self.pipeline.requests)
 
     def close(self) -> None:
+        self.pipeline.cancel()
         self.session.close()
 
 
@@ -294,9 +298,9 @@ def _write_all(
     try:
         for batch in iterator:
             sender.write(batch)
+        return sender.finish()
     finally:
         sender.close()
-    return RocketQCommit(sender.sent, sender.batches)
 
 
 class RocketQBatchWriter(DataSourceArrowWriter):
