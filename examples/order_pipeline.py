@@ -53,7 +53,8 @@ def produce(namesrv: str, count: int, *, topic: str = ORDERS, seed: int | None =
         base = time.time() - 600  # ten minutes of event time, so windows close under the watermark
         batch: list[Message] = []
         for i in range(count):
-            event = {"order_id": f"o{i}", "product": rng.choice(PRODUCTS), "amount": round(rng.uniform(1, 50), 2),
+            event = {"order_id": f"o{i}", "product": rng.choice(PRODUCTS),
+                     "amount": round(rng.uniform(1, 50), 2),
                      "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(base + i * 600 / count))}
             batch.append(Message(topic, json.dumps(event).encode(), tags="order", keys=event["order_id"]))
             if len(batch) == 200:

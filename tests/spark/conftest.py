@@ -10,10 +10,19 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from tests.harness import Cluster, start_cluster, unique_name
+from tests.harness import (
+    DEFAULT_READY_TIMEOUT,
+    READY_RE,
+    Cluster,
+    ManagedProcess,
+    rocketq_command,
+    start_process,
+    unique_name,
+)
 from tests.wire import create_topic, send_header
 
 from rocketq.codec.codes import RequestCode
@@ -26,7 +35,23 @@ _uniq = UniqIdGenerator()
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def _cluster_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ManagedProcess, Path]]:
+    """``rocketq up`` started first and waited for last: it boots while the JVM does.
+
+    Small segments: the default 1 GiB commit-log files are preallocated on disk.
+    """
+    root = tmp_path_factory.mktemp("spark-cluster")
+    data = root / "data"
+    data.mkdir()
+    args = [*rocketq_command(), "up", "--data-dir", str(data), "--namesrv-port", "0", "--broker-port", "0",
+            "--set", "mappedFileSizeCommitLog=67108864"]
+    proc = start_process(args, name="rocketq-up", log_dir=root / "logs")
+    yield proc, data
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(_cluster_process: tuple[ManagedProcess, Path]) -> Iterator[SparkSession]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -52,11 +77,10 @@ def spark() -> Iterator[SparkSession]:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    # Small segments: the default 1 GiB commit-log files are preallocated on disk.
-    c = start_cluster(tmp_path_factory.mktemp("spark-cluster"), "--set", "mappedFileSizeCommitLog=67108864")
-    yield c
-    c.stop()
+def cluster(_cluster_process: tuple[ManagedProcess, Path]) -> Cluster:
+    proc, data = _cluster_process
+    ready = proc.wait_for(READY_RE, DEFAULT_READY_TIMEOUT)
+    return Cluster(ready["namesrv"], ready["broker"], proc, data)
 
 
 @dataclass

@@ -16,6 +16,9 @@ from tests.wire import get_max_offset, invoke, send_batch
 
 from rocketq.codec.codes import RequestCode
 from rocketq.remoting import RemotingClient
+from rocketq.spark._broker import BrokerSession
+from rocketq.spark.schema import RowSchema
+from rocketq.spark.store_reader import StoreDirectory
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -83,18 +86,24 @@ def test_fail_on_data_loss_against_retention(spark, short_retention, tmp_path):
     assert stream(True) is None
     lo, hi = _push_past(cluster, topic, 50)  # the checkpoint now points at deleted messages
 
-    broker = (spark.read.format("rocketq").option("namesrv", cluster.namesrv).option("topic", topic).load()
-              .select("broker").first().broker)
-    from_zero = json.dumps({topic: {broker: {"0": 0}}})
-    for source in ({"namesrv": cluster.namesrv}, {"path": str(cluster.data_dir), "brokerName": broker}):
-        def read(flag: str, source: dict[str, str] = source):  # type: ignore[no-untyped-def]
-            r = spark.read.format("rocketq").option("topic", topic).option("startingOffsets", from_zero)
-            for k, v in {**source, "failOnDataLoss": flag}.items():
-                r = r.option(k, v)
-            return r.load()
-        with pytest.raises(Exception, match="failOnDataLoss"):
-            read("true").count()
-        assert read("false").count() == hi - lo, source
+    with BrokerSession(cluster.namesrv) as session:
+        ref = session.queues(topic)[0]
+    from_zero = json.dumps({topic: {ref.broker: {"0": 0}}})
+
+    def read(flag: str):  # type: ignore[no-untyped-def]
+        return (spark.read.format("rocketq").option("namesrv", cluster.namesrv).option("topic", topic)
+                .option("startingOffsets", from_zero).option("failOnDataLoss", flag).load())
+
+    with pytest.raises(Exception, match="failOnDataLoss"):
+        read("true").count()
+    assert read("false").count() == hi - lo
+
+    # The store-directory reader meets the same gap in the files themselves.
+    store = StoreDirectory(str(cluster.data_dir), ref.broker)
+    lost: list[tuple[int, int]] = []
+    rows = sum(b.num_rows for b in store.read(ref, 0, hi, RowSchema.default(),
+                                              on_loss=lambda _, a, b: lost.append((a, b))))
+    assert rows == hi - lo and lost == [(0, lo)]
 
     error = stream(True)
     assert error is not None and "failOnDataLoss" in str(error)

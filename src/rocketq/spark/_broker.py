@@ -78,14 +78,14 @@ class BrokerSession:
         self.namesrv = namesrv
         self.timeout = timeout
         self.group = group
-        self._loop = new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="rocketq-spark-io", daemon=True)
-        self._thread.start()
         config = ClientConfig(namesrv_addr=namesrv, connect_timeout_millis=int(timeout * 1000),
                               mq_client_api_timeout=int(timeout * 1000))
         self._remoting = RemotingClient(connect_timeout=min(timeout, 3.0))
         self.api = MQClientAPI(self._remoting, config)
         self.api.update_name_server_address_list(namesrv)
+        self._loop = new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="rocketq-spark-io", daemon=True)
+        self._thread.start()
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -96,7 +96,8 @@ class BrokerSession:
 
     def run(self, coro: Any, timeout: float | None = None) -> Any:
         """Run ``coro`` on the session's loop and wait for it (never hangs a Spark task)."""
-        return self.submit(coro, timeout).result()
+        limit = self.timeout * 4 if timeout is None else timeout
+        return self.submit(coro, limit).result(limit + self.timeout)
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -244,7 +245,7 @@ class BrokerSession:
         ahead = next_fill()
         try:
             while ahead is not None:
-                chunk = ahead.result()
+                chunk = ahead.result(self.timeout * 7)
                 # Ask for the next chunk before handing this one over: it arrives while the
                 # caller decodes. One fill at a time, and state is read only between fills.
                 ahead = next_fill()

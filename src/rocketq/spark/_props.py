@@ -136,6 +136,15 @@ class Properties:
         return slices(self.data, starts, lens, pa.string(), present)
 
 
+def _popcount(bits: npt.NDArray[np.uint64]) -> I64:
+    count = getattr(np, "bitwise_count", None)  # numpy >= 2.0
+    if count is not None:
+        out: I64 = count(bits).astype(np.int64)
+        return out
+    fallback: I64 = np.unpackbits(bits.view(np.uint8)).reshape(len(bits), 64).sum(axis=1).astype(np.int64)
+    return fallback
+
+
 def _last_of_each_key(row: I64, ids: I64, distinct: int) -> I64 | None:
     """Indices of the segments to keep when a row repeats a key (its last one wins), else None."""
     if len(row) < 2:
@@ -146,7 +155,7 @@ def _last_of_each_key(row: I64, ids: I64, distinct: int) -> I64 | None:
         first = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
         union = np.bitwise_or.reduceat(bits, first)
         counts = np.diff(np.append(first, len(row)))
-        if bool((np.bitwise_count(union) == counts).all()):
+        if bool((_popcount(union) == counts).all()):
             return None
     combined = row * max(distinct, 1) + ids
     _, last_rev = np.unique(combined[::-1], return_index=True)
