@@ -1,0 +1,191 @@
+"""How the concurrent consume service hands batches to the listener pools: the batches of one
+pull travel as one job for a fast listener and one by one for a slow one, an async pool fans out
+only when listeners actually wait, and a job's results are committed in one go."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumerStatsManager
+from rocketq.client.consumer.types import ConsumeStatus, PushConsumerConfig
+from rocketq.client.offset_store import OffsetStore
+from rocketq.codec.bodies import MessageModel, MessageQueue
+from rocketq.codec.message import MessageExt
+
+pytestmark = pytest.mark.timeout(20)
+
+MQ = MessageQueue("T", "b", 0)
+OK = ConsumeStatus.CONSUME_SUCCESS
+
+
+class Offsets(OffsetStore):
+    async def _read_from_store(self, mq: MessageQueue) -> int:
+        return -1
+
+    async def persist_all(self, mqs: Any) -> None:
+        return None
+
+    async def persist(self, mq: MessageQueue) -> None:
+        return None
+
+
+class StandIn:
+    """What the consume service uses of a PushConsumer."""
+
+    def __init__(self, threads: int = 4, **config: Any) -> None:
+        self.config = PushConsumerConfig(
+            consumer_group="G",
+            message_model=MessageModel.CLUSTERING,
+            consume_thread_min=threads,
+            consume_thread_max=threads,
+            consume_message_batch_max_size=1,
+            **config,
+        )
+        self.hooks: list[Any] = []
+        self.stats = ConsumerStatsManager()
+        self.offset_store = Offsets("G")
+        self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        self.sent_back: list[int] = []
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
+        self.sent_back.append(msg.queue_offset)
+        return True
+
+
+def msgs(start: int, n: int) -> list[MessageExt]:
+    return [MessageExt(topic="T", body=b"x", queue_offset=o) for o in range(start, start + n)]
+
+
+async def until(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.002)
+
+
+async def pull(service: ConsumeMessageConcurrentlyService, pq: ProcessQueue, start: int, n: int = 8) -> None:
+    batch = msgs(start, n)
+    pq.put_messages(batch)
+    service.submit_consume_request(batch, pq, MQ)
+
+
+def committed(consumer: StandIn) -> int:
+    return consumer.offset_store.read_offset_in_memory(MQ)
+
+
+async def test_a_fast_sync_listener_gets_a_pull_as_one_job() -> None:
+    consumer = StandIn()
+    threads: dict[int, set[int]] = {}  # pull number -> threads its batches ran on
+
+    def listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        threads.setdefault(batch[0].queue_offset // 8, set()).add(threading.get_ident())
+        return OK
+
+    service = ConsumeMessageConcurrentlyService(consumer, listener)
+    service.start()
+    pq = ProcessQueue()
+    try:
+        for p in range(40):  # the first pulls teach the service how fast the listener is
+            await pull(service, pq, p * 8)
+            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
+        assert all(len(threads[p]) == 1 for p in range(30, 40))
+        totals = consumer.stats.totals("G", "T")
+        assert totals["consumed_ok"] == 320 and totals["consumed_failed"] == 0
+        assert pq.msg_count == 0 and pq.msg_size == 0
+    finally:
+        await service.shutdown()
+
+
+async def test_a_slow_sync_listener_keeps_its_parallelism() -> None:
+    consumer = StandIn()
+    running = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        time.sleep(0.005)  # waiting on I/O
+        with lock:
+            running -= 1
+        return OK
+
+    service = ConsumeMessageConcurrentlyService(consumer, listener)
+    service.start()
+    pq = ProcessQueue()
+    try:
+        for p in range(6):
+            await pull(service, pq, p * 8)
+            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
+        assert peak > 1
+    finally:
+        await service.shutdown()
+
+
+@pytest.mark.parametrize("waits", [False, True])
+async def test_async_listeners_fan_out_only_when_they_wait(waits: bool) -> None:
+    consumer = StandIn(threads=8)
+    running = 0
+    peak = 0
+
+    async def listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        if waits:
+            await asyncio.sleep(0.005)
+        running -= 1
+        return OK
+
+    service = ConsumeMessageConcurrentlyService(consumer, listener)
+    service.start()
+    pq = ProcessQueue()
+    try:
+        for p in range(5):
+            await pull(service, pq, p * 8)
+            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
+        assert peak > 1 if waits else peak == 1
+        assert consumer.stats.totals("G", "T")["consumed_ok"] == 40
+    finally:
+        await service.shutdown()
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_one_failed_batch_in_a_job_goes_back_alone(use_async: bool) -> None:
+    consumer = StandIn()
+    fail = {333}
+
+    def answer(batch: list[MessageExt]) -> ConsumeStatus:
+        return ConsumeStatus.RECONSUME_LATER if batch[0].queue_offset in fail else OK
+
+    async def async_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        return answer(batch)
+
+    def sync_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        return answer(batch)
+
+    service = ConsumeMessageConcurrentlyService(consumer, async_listener if use_async else sync_listener)
+    service.start()
+    pq = ProcessQueue()
+    try:
+        for p in range(40):
+            await pull(service, pq, p * 8)
+            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
+        assert service._fast_share > 0.5  # jobs carry whole pulls by now
+        await pull(service, pq, 328)
+        await until(lambda: committed(consumer) == 336)
+        assert consumer.sent_back == [333]
+        totals = consumer.stats.totals("G", "T")
+        assert totals["consumed_ok"] == 327 and totals["consumed_failed"] == 1
+        assert pq.msg_count == 0
+    finally:
+        await service.shutdown()
