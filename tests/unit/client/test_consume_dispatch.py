@@ -189,3 +189,46 @@ async def test_one_failed_batch_in_a_job_goes_back_alone(use_async: bool) -> Non
         assert pq.msg_count == 0
     finally:
         await service.shutdown()
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_stuck_batch_does_not_hold_up_the_rest_of_its_pull(use_async: bool) -> None:
+    consumer = StandIn()
+    seen: list[int] = []
+    thread_gate = threading.Event()
+    loop_gate = asyncio.Event()
+
+    def sync_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        if batch[0].queue_offset == 320:
+            thread_gate.wait(10)
+        seen.append(batch[0].queue_offset)
+        return OK
+
+    async def async_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        if batch[0].queue_offset == 320:
+            await loop_gate.wait()
+        seen.append(batch[0].queue_offset)
+        return OK
+
+    service = ConsumeMessageConcurrentlyService(consumer, async_listener if use_async else sync_listener)
+    service.start()
+    pq = ProcessQueue()
+    try:
+        for p in range(40):
+            await pull(service, pq, p * 8)
+            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
+        assert service._fast_share > 0.5  # a pull travels as one job now
+        await pull(service, pq, 320)
+        # the seven batches behind the stuck one are taken back from its job and run elsewhere
+        await until(lambda: set(range(321, 328)) <= set(seen), timeout=3)
+        assert 320 not in seen
+        assert committed(consumer) == 320  # the stuck message still holds the offset back
+        thread_gate.set()
+        loop_gate.set()
+        await until(lambda: committed(consumer) == 328)
+        assert sorted(seen[-8:]) == list(range(320, 328))
+        assert consumer.stats.totals("G", "T")["consumed_ok"] == 328
+    finally:
+        thread_gate.set()
+        loop_gate.set()
+        await service.shutdown()

@@ -10,6 +10,7 @@ warning (broadcasting). A message the broker would not take back is consumed aga
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import inspect
 import logging
@@ -39,6 +40,9 @@ CHUNK_WHEN_PENDING = 4  # jobs queued per consume thread before batches of one p
 # average": a thread descheduled on a busy machine must not flip the choice.
 FAST_LISTENER_RT = 100e-6  # s
 _FAST_SMOOTHING = 1 / 16
+# A multi-batch job whose current batch has been in the listener this long gives its waiting
+# batches back for one-by-one dispatch, so one stuck call does not hold up the rest of a pull.
+STALLED_LISTENER_RT = 0.01  # s
 EXPIRED_SEND_BACK_DELAY_LEVEL = 3
 _SUCCESS = ConsumeStatus.CONSUME_SUCCESS
 _LATER = ConsumeStatus.RECONSUME_LATER
@@ -95,6 +99,29 @@ class ConsumeRequest:
         self.pending: Any = None
 
 
+class _Job:
+    """Batches of one queue handed to the listener pool together. The worker takes them one at a
+    time from ``waiting``; the loop may take back those not started (see ``_check_stall``)."""
+
+    __slots__ = ("batch_start", "ran", "recheck", "timer", "waiting")
+
+    def __init__(self, reqs: list[ConsumeRequest]) -> None:
+        self.waiting = collections.deque(reqs)
+        self.ran: list[ConsumeRequest] = []
+        self.batch_start = 0.0  # when the batch now in the listener started (0: none yet)
+        self.timer: asyncio.TimerHandle | None = None
+        self.recheck = STALLED_LISTENER_RT
+
+    def take_waiting(self) -> list[ConsumeRequest]:
+        taken: list[ConsumeRequest] = []
+        waiting = self.waiting
+        while True:
+            try:
+                taken.append(waiting.popleft())
+            except IndexError:
+                return taken
+
+
 class ConsumeMessageConcurrentlyService:
     def __init__(self, consumer: Any, listener: Any) -> None:
         self.consumer = consumer
@@ -110,10 +137,12 @@ class ConsumeMessageConcurrentlyService:
         self._stats_items: dict[str, tuple[Any, Any, Any]] = {}
         # Running share of batches whose listener call was fast; starts "slow" until measured.
         self._fast_share = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         cfg = self.consumer.config
         name = f"ConsumeMessageThread_{self.group}_"
         if self.is_async:
@@ -180,22 +209,53 @@ class ConsumeMessageConcurrentlyService:
         for req in reqs:
             req.begin = now
             in_flight[req.msgs[0].queue_offset] = req
+        job = _Job(reqs)
+        if len(reqs) > 1 and self._loop is not None:
+            job.timer = self._loop.call_later(STALLED_LISTENER_RT, self._check_stall, job)
         try:
             if isinstance(pool, AsyncListenerPool):
-                pool.submit(self._consume_async, reqs, self._finish_job)
+                pool.submit(self._consume_async, job, self._finish_job)
             else:
-                pool.submit(self._consume_sync_job, reqs, self._finish_job)
+                pool.submit(self._consume_sync_job, job, self._finish_job)
         except RuntimeError:  # shut down meanwhile: the messages are re-delivered to the group
+            if job.timer is not None:
+                job.timer.cancel()
             for req in reqs:
                 in_flight.pop(req.msgs[0].queue_offset, None)
 
-    def _consume_sync_job(self, reqs: list[ConsumeRequest]) -> None:
-        for req in reqs:
+    def _check_stall(self, job: _Job) -> None:
+        """A multi-batch job still has batches waiting: if its current batch has been in the
+        listener too long, take the waiting ones back and dispatch them one by one."""
+        job.timer = None
+        if not job.waiting or self._loop is None:
+            return
+        started = job.batch_start
+        if not started:  # still queued behind other jobs: look again, less and less often
+            job.recheck = min(job.recheck * 2, 1.0)
+        elif time.monotonic() - started > STALLED_LISTENER_RT:
+            for req in job.take_waiting():
+                self._submit([req])
+            return
+        job.timer = self._loop.call_later(job.recheck, self._check_stall, job)
+
+    def _consume_sync_job(self, job: _Job) -> None:
+        """On a consume thread."""
+        waiting, ran = job.waiting, job.ran
+        while waiting:
+            try:
+                req = waiting.popleft()  # atomic: the loop may take the rest back meanwhile
+            except IndexError:
+                return
+            ran.append(req)
+            job.batch_start = time.monotonic()
             self._consume_sync(req)
 
-    def _finish_job(self, reqs: list[ConsumeRequest]) -> None:
+    def _finish_job(self, job: _Job) -> None:
         """The results of one job (batches of one pull, so of one queue): the fully acknowledged
         batches are accounted and committed together; any other takes the one-batch path."""
+        if job.timer is not None:
+            job.timer.cancel()
+        reqs = job.ran
         done: list[MessageExt] = []
         ok_msgs = rt_ms = ok_reqs = 0
         fast = 0
@@ -291,15 +351,18 @@ class ConsumeMessageConcurrentlyService:
         if hook_ctx is not None:
             self._hook_after(hook_ctx, req)
 
-    async def _consume_async(self, reqs: list[ConsumeRequest]) -> None:
+    async def _consume_async(self, job: _Job) -> None:
         """On the loop: the batches of one job in turn."""
         listener = self.listener
         monotonic = time.monotonic
-        for req in reqs:
+        waiting, ran = job.waiting, job.ran
+        while waiting:
+            req = waiting.popleft()
+            ran.append(req)
             context = ConsumeConcurrentlyContext(req.message_queue)
             req.context = context
             hook_ctx = self._hook_context(req)
-            start = monotonic()
+            job.batch_start = start = monotonic()
             try:
                 result = listener(req.msgs, context)
                 if inspect.isawaitable(result):
