@@ -4,6 +4,9 @@
 - encode: the SendMessageResponseHeader -> extFields -> response frame buffers
 - round trips: SEND_MESSAGE_V2 request/response through a RemotingServer in another process
   (echo handler), one connection, 64 requests in flight; the client is this process.
+- decode_messages: a PULL_MESSAGE answer body (32 and 1000 stored records of 128-byte bodies
+  with TAGS, KEYS, WAIT and UNIQ_KEY) -> MessageExt list, as the client decodes every pull,
+  with and without reading each message's properties afterwards.
 
 ``python -m benchmarks codec`` or ``python benchmarks/bench_codec.py [--no-transport]``.
 """
@@ -21,6 +24,7 @@ from rocketq.codec.codes import LanguageCode, RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.frame import FrameDecoder, encode_frame, encode_frame_bytes
 from rocketq.codec.headers import SendMessageRequestHeader, SendMessageResponseHeader
+from rocketq.codec.message import MessageExt, decode_messages, encode_message
 
 IN_FLIGHT = 64
 
@@ -104,6 +108,64 @@ def codec_figures() -> dict[str, float]:
     }
 
 
+# -- pulled records ----------------------------------------------------------------------------------
+
+PULL_SIZES = (32, 1000)
+# What the client appends to every record of a pull (see client/api.py).
+PULL_STAMP = "\x02MIN_OFFSET\x010\x02MAX_OFFSET\x0110000\x02"
+
+
+def pull_body(count: int, body_size: int = 128) -> bytes:
+    """`count` back-to-back stored records as a broker answers PULL_MESSAGE."""
+    records = []
+    for i in range(count):
+        props = {
+            "TAGS": "TagA",
+            "KEYS": f"OrderID{i:06d}",
+            "WAIT": "true",
+            "UNIQ_KEY": f"7F0000012C5818B4AAC2475C{i:08X}",
+        }
+        records.append(encode_message(MessageExt(
+            topic="TopicTest", body=bytes([65 + i % 26]) * body_size, properties=props, queue_id=3,
+            queue_offset=i, commit_log_offset=i * 300, born_timestamp=1_700_000_000_000 + i,
+            born_host=("10.0.0.7", 53412), store_timestamp=1_700_000_000_005 + i,
+            store_host=("10.0.0.1", 10911),
+        )))
+    return b"".join(records)
+
+
+def _ns_per_call(fn: Callable[[], object], seconds: float = 0.5) -> float:
+    """Best time of one call over a few timed rounds (the least disturbed by other work)."""
+    best = float("inf")
+    end = time.perf_counter() + seconds
+    while True:
+        start = time.perf_counter_ns()
+        fn()
+        best = min(best, time.perf_counter_ns() - start)
+        if time.perf_counter() >= end:
+            return best
+
+
+def decode_figures() -> dict[str, float]:
+    figures: dict[str, float] = {}
+    for count in PULL_SIZES:
+        body = pull_body(count)
+        assert len(decode_messages(body, PULL_STAMP)) == count
+
+        def decode(body: bytes = body) -> None:
+            decode_messages(body, PULL_STAMP)
+
+        def decode_and_read(body: bytes = body) -> None:
+            for m in decode_messages(body, PULL_STAMP):
+                m.properties.get("TAGS")
+
+        for label, fn in (("decode_messages", decode), ("decode_messages+properties", decode_and_read)):
+            ns = _ns_per_call(fn) / count
+            figures[f"{label} x{count} ns/msg"] = ns
+            figures[f"{label} x{count} msgs/s"] = 1e9 / ns
+    return figures
+
+
 # -- transport ---------------------------------------------------------------------------------------
 
 
@@ -172,6 +234,7 @@ def transport_figures(seconds: float = 2.0) -> dict[str, float]:
 
 def run(transport: bool = True) -> dict[str, float]:
     figures = codec_figures()
+    figures.update(decode_figures())
     if transport:
         figures.update(transport_figures())
     for key, value in figures.items():
