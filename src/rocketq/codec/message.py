@@ -14,50 +14,70 @@ import random
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
+from rocketq.codec.properties import (
+    MAX_PROPERTIES_LENGTH,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    decode_properties,
+    encode_properties,
+)
+from rocketq.codec.record import (
+    BATCH_ITEM_FIXED,
+    BATCH_ITEM_HEAD,
+    BLANK_MAGIC,
+    BODY_AT_V4,
+    FIXED_V4,
+    HEAD,
+    HOST_LEN_V4,
+    HOST_LEN_V6,
+    MAGIC_V1,
+    MAGIC_V2,
+    MAX_TOPIC_LENGTH_V1,
+    MIN_RECORD_LENGTH,
+    MessageSysFlag,
+    record_length,
+    record_struct,
+)
 from rocketq.errors import ProtocolError
 
-MAGIC_V1: Final = -626843481  # 0xDAA320A7
-MAGIC_V2: Final = -626843477  # 0xDAA320AB
-BLANK_MAGIC: Final = -875286124  # 0xCBD43194: the end-of-file marker of a commit-log segment
-
-NAME_VALUE_SEPARATOR: Final = "\x01"
-PROPERTY_SEPARATOR: Final = "\x02"
-MAX_PROPERTIES_LENGTH: Final = 32767  # stored behind a signed short
-MAX_TOPIC_LENGTH_V1: Final = 127  # signed byte length in the V1 layout
-
-
-class MessageSysFlag:
-    """Bits of the record's SYSFLAG (MessageSysFlag.java)."""
-
-    COMPRESSED_FLAG: Final = 0x1
-    MULTI_TAGS_FLAG: Final = 0x2
-    TRANSACTION_NOT_TYPE: Final = 0x0
-    TRANSACTION_PREPARED_TYPE: Final = 0x4
-    TRANSACTION_COMMIT_TYPE: Final = 0x8
-    TRANSACTION_ROLLBACK_TYPE: Final = 0xC
-    TRANSACTION_MASK: Final = 0xC
-    BORNHOST_V6_FLAG: Final = 0x10
-    STOREHOSTADDRESS_V6_FLAG: Final = 0x20
-    NEED_UNWRAP_FLAG: Final = 0x40
-    INNER_BATCH_FLAG: Final = 0x80
-    COMPRESSION_TYPE_MASK: Final = 0x700
-    COMPRESSION_LZ4: Final = 0x100
-    COMPRESSION_ZSTD: Final = 0x200
-    COMPRESSION_ZLIB: Final = 0x300
-
-    @staticmethod
-    def transaction_value(sys_flag: int) -> int:
-        return sys_flag & MessageSysFlag.TRANSACTION_MASK
-
-    @staticmethod
-    def reset_transaction_value(sys_flag: int, tran_type: int) -> int:
-        return (sys_flag & ~MessageSysFlag.TRANSACTION_MASK) | tran_type
-
+# The layout and properties names are defined in record.py / properties.py; they stay importable
+# from here, where callers found them first.
+__all__ = [
+    "BLANK_MAGIC",
+    "MAGIC_V1",
+    "MAGIC_V2",
+    "MAX_PROPERTIES_LENGTH",
+    "MAX_TOPIC_LENGTH_V1",
+    "NAME_VALUE_SEPARATOR",
+    "PROPERTY_SEPARATOR",
+    "BatchItem",
+    "MessageConst",
+    "MessageExt",
+    "MessageSysFlag",
+    "UniqIdGenerator",
+    "body_crc",
+    "decode_batch_body",
+    "decode_message",
+    "decode_messages",
+    "decode_offset_msg_id",
+    "decode_properties",
+    "decompress_body",
+    "encode_batch_body",
+    "encode_host",
+    "encode_message",
+    "encode_properties",
+    "is_ipv6",
+    "java_string_hash",
+    "offset_msg_id",
+    "offset_msg_id_prefix",
+    "record_length",
+    "tags_code",
+]
 
 class MessageConst:
     """Property keys (MessageConst.java); users know these names."""
@@ -128,29 +148,7 @@ class MessageConst:
 
 
 # --------------------------------------------------------------------------------------------
-# properties, hashes, CRC
-
-
-def encode_properties(properties: Mapping[str, str | None]) -> str:
-    """`name \\x01 value \\x02` per entry, trailing separator included (C++/ali-ons style)."""
-    return "".join(f"{k}\x01{v}\x02" for k, v in properties.items() if v is not None)
-
-
-def decode_properties(text: str) -> dict[str, str]:
-    """Parse a properties string; the trailing \\x02 is optional (Java 4.9 omits it).
-
-    A segment counts only when its first \\x01 is neither its first nor its last character,
-    which is exactly the tolerant rule of RocketMQ's decoder (later duplicates win).
-    """
-    out: dict[str, str] = {}
-    if not text:
-        return out
-    for seg in text.split("\x02"):
-        # partition splits at the first \x01; both sides non-empty is exactly the rule above
-        key, _, value = seg.partition("\x01")
-        if key and value:
-            out[key] = value
-    return out
+# hashes, CRC
 
 
 def java_string_hash(s: str) -> int:
@@ -369,23 +367,9 @@ class _MessageExtSlots:
 
 
 # SIZE MAGIC CRC QUEUEID FLAG QUEUEOFFSET PHYSOFFSET SYSFLAG BORNTIMESTAMP
-_HEAD = struct.Struct(">iiiiiqqiq")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _I64 = struct.Struct(">q")
-_HOST_LEN_V4 = 8
-_HOST_LEN_V6 = 20
-# record bytes besides body, topic and properties with IPv4 hosts (V1 topic length byte)
-FIXED_RECORD_LENGTH: Final = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2
-
-
-def record_length(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0) -> int:
-    """Total length of a stored record (V2 when the topic needs it)."""
-    extra = (12 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 0) + (
-        12 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 0
-    )
-    topic_extra = 1 if topic_len > MAX_TOPIC_LENGTH_V1 else 0
-    return FIXED_RECORD_LENGTH + extra + topic_extra + body_len + topic_len + props_len
 
 
 def decode_message(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[MessageExt, int]:
@@ -393,21 +377,21 @@ def decode_message(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[M
     mv = memoryview(buf)
     end_of_buf = len(mv)
     try:
-        (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(
+        (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = HEAD.unpack_from(
             mv, pos
         )
         if magic not in (MAGIC_V1, MAGIC_V2):
             raise ProtocolError(f"bad message magic 0x{magic & 0xFFFFFFFF:08X} at {pos}")
-        if size < FIXED_RECORD_LENGTH or pos + size > end_of_buf:
+        if size < MIN_RECORD_LENGTH or pos + size > end_of_buf:
             raise ProtocolError(f"bad message size {size} at {pos}")
-        p = pos + _HEAD.size
-        hl = _HOST_LEN_V6 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else _HOST_LEN_V4
+        p = pos + HEAD.size
+        hl = HOST_LEN_V6 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else HOST_LEN_V4
         born_ip = _decode_ip(mv[p : p + hl - 4])
         (born_port,) = _I32.unpack_from(mv, p + hl - 4)
         p += hl
         (store_ts,) = _I64.unpack_from(mv, p)
         p += 8
-        hl = _HOST_LEN_V6 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else _HOST_LEN_V4
+        hl = HOST_LEN_V6 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else HOST_LEN_V4
         store_ip = _decode_ip(mv[p : p + hl - 4])
         (store_port,) = _I32.unpack_from(mv, p + hl - 4)
         p += hl
@@ -458,9 +442,6 @@ def decode_message(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[M
     return msg, p
 
 
-# The fixed part of a V1 record with IPv4 hosts, through BODYLEN, in one unpack; each host (ip +
-# port) comes out as one unsigned 64-bit int, a ready-made cache key.
-_FIXED_V4 = struct.Struct(">iiiiiqqiqQqQiqi")
 _HOST_V6_FLAGS: Final = MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _HOSTS: dict[int, tuple[str, int]] = {}
 _HOSTS_MAX = 4096
@@ -496,7 +477,7 @@ def decode_messages(buf: bytes | bytearray | memoryview, extra_properties: str =
     end = len(data)
     out: list[MessageExt] = []
     append = out.append
-    unpack = _FIXED_V4.unpack_from
+    unpack = FIXED_V4.unpack_from
     hosts = _HOSTS
     new = object.__new__
     slots_cls, msg_cls = _MessageExtSlots, MessageExt
@@ -511,12 +492,12 @@ def decode_messages(buf: bytes | bytearray | memoryview, extra_properties: str =
             (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_raw, store_ts,
              store_raw, reconsume, prepared, body_len) = unpack(data, pos)  # fmt: skip
             rec_end = pos + size
-            p = pos + 88
+            p = pos + BODY_AT_V4
             body_end = p + body_len
             if (
                 magic != MAGIC_V1
                 or sys_flag & _HOST_V6_FLAGS
-                or size < FIXED_RECORD_LENGTH
+                or size < MIN_RECORD_LENGTH
                 or rec_end > end
                 or body_len < 0
             ):
@@ -585,19 +566,18 @@ def encode_message(msg: MessageExt) -> bytes:
     sys_flag = msg.sys_flag & ~(MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
     born = encode_host(*msg.born_host)
     store = encode_host(*msg.store_host)
-    if len(born) == _HOST_LEN_V6:
+    if len(born) == HOST_LEN_V6:
         sys_flag |= MessageSysFlag.BORNHOST_V6_FLAG
-    if len(store) == _HOST_LEN_V6:
+    if len(store) == HOST_LEN_V6:
         sys_flag |= MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
     v2 = len(topic) > MAX_TOPIC_LENGTH_V1
     topic_part = (_I16.pack(len(topic)) if v2 else bytes((len(topic),))) + topic
     crc = msg.body_crc or body_crc(msg.body)
-    size = (
-        _HEAD.size + len(born) + 8 + len(store) + 16 + len(msg.body) + len(topic_part) + 2 + len(props)
-    )
+    head = record_struct(len(born), len(store))
+    size = head.size + len(msg.body) + len(topic_part) + 2 + len(props)
     return b"".join(
         (
-            _HEAD.pack(
+            head.pack(
                 size,
                 MAGIC_V2 if v2 else MAGIC_V1,
                 crc,
@@ -607,11 +587,13 @@ def encode_message(msg: MessageExt) -> bytes:
                 msg.commit_log_offset,
                 sys_flag,
                 msg.born_timestamp,
+                born,
+                msg.store_timestamp,
+                store,
+                msg.reconsume_times,
+                msg.prepared_transaction_offset,
+                len(msg.body),
             ),
-            born,
-            _I64.pack(msg.store_timestamp),
-            store,
-            struct.pack(">iqi", msg.reconsume_times, msg.prepared_transaction_offset, len(msg.body)),
             msg.body,
             topic_part,
             _I16.pack(len(props)),
@@ -633,16 +615,13 @@ class BatchItem:
     properties: str
 
 
-_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGIC BODYCRC FLAG BODYLEN
-_BATCH_FIXED = _BATCH_HEAD.size + 2
-
-
 def encode_batch_body(items: Iterable[BatchItem]) -> bytes:
     parts: list[bytes] = []
     for it in items:
         props = it.properties.encode()
-        size = _BATCH_FIXED + len(it.body) + len(props)
-        parts += (_BATCH_HEAD.pack(size, 0, 0, it.flag, len(it.body)), it.body, _I16.pack(len(props)), props)
+        size = BATCH_ITEM_FIXED + len(it.body) + len(props)
+        head = BATCH_ITEM_HEAD.pack(size, 0, 0, it.flag, len(it.body))
+        parts += (head, it.body, _I16.pack(len(props)), props)
     return b"".join(parts)
 
 
@@ -651,13 +630,13 @@ def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchItem]:
     mv = memoryview(body)
     out: list[BatchItem] = []
     pos, end = 0, len(mv)
-    unpack_head, unpack_short = _BATCH_HEAD.unpack_from, _I16.unpack_from
+    unpack_head, unpack_short = BATCH_ITEM_HEAD.unpack_from, _I16.unpack_from
     try:
         while pos < end:
             size, _magic, _crc, flag, body_len = unpack_head(mv, pos)
             rec_end = pos + size
-            b0 = pos + _BATCH_HEAD.size
-            if size < _BATCH_FIXED or rec_end > end or body_len < 0 or b0 + body_len + 2 > rec_end:
+            b0 = pos + BATCH_ITEM_HEAD.size
+            if size < BATCH_ITEM_FIXED or rec_end > end or body_len < 0 or b0 + body_len + 2 > rec_end:
                 raise ProtocolError(f"corrupt batch body at {pos}")
             (props_len,) = unpack_short(mv, b0 + body_len)
             if props_len < 0 or b0 + body_len + 2 + props_len != rec_end:

@@ -21,7 +21,18 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketq.codec.message import MAGIC_V1, MAGIC_V2, MessageConst, MessageSysFlag
+from rocketq.codec.message import MessageConst
+from rocketq.codec.record import (
+    BODY_AT_V4,
+    BORN_HOST_AT,
+    MAGIC_V1,
+    MAGIC_V2,
+    MIN_RECORD_LENGTH,
+    MessageSysFlag,
+    body_at,
+    numpy_fields,
+    store_timestamp_at,
+)
 from rocketq.spark._arrow import (
     as_u8,
     be_int,
@@ -42,25 +53,23 @@ __all__ = ["Layout", "as_u8", "locate", "record_starts", "to_record_batch"]
 
 _HEX: Final = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
 _SIZE: Final = struct.Struct(">i")
-_FIXED_MIN: Final = 91  # smallest record: IPv4 hosts, empty body, topic and properties
+_FIXED_MIN: Final = MIN_RECORD_LENGTH
 _V6_BORN: Final = MessageSysFlag.BORNHOST_V6_FLAG
 _V6_STORE: Final = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _M1: Final = MAGIC_V1 & 0xFFFFFFFF
 _M2: Final = MAGIC_V2 & 0xFFFFFFFF
 
-# TOTALSIZE .. BORNTIMESTAMP: the same 48 bytes in every record.
-_HEAD: Final = np.dtype([
-    ("size", ">i4"), ("magic", ">u4"), ("crc", ">i4"), ("queue_id", ">i4"), ("flag", ">i4"),
-    ("queue_offset", ">i8"), ("phys", ">i8"), ("sys_flag", ">i4"), ("born_ts", ">i8"),
-])
-# What follows when both hosts are IPv4 (the common case), up to and including BODYLEN.
-_TAIL_V4: Final = np.dtype([
-    ("born_ip", ">u4"), ("born_port", ">i4"), ("store_ts", ">i8"), ("store_ip", ">u4"),
-    ("store_port", ">i4"), ("reconsume", ">i4"), ("prepared", ">i8"), ("body_len", ">i4"),
-])
-_HEAD_LEN: Final = _HEAD.itemsize  # 48
-_HEAD_V4: Final = np.dtype(_HEAD.descr + _TAIL_V4.descr)
-_V4_LEN: Final = _HEAD_V4.itemsize  # 88: where the body starts
+# The 88 bytes an all-IPv4 record has before its body (each host one u8: ip << 32 | port).
+_HEAD_V4: Final = np.dtype(numpy_fields())
+_HEAD_LEN: Final = BORN_HOST_AT  # 48: what every record shares
+_V4_LEN: Final = BODY_AT_V4
+
+
+def _ip_port(host: npt.NDArray[np.uint64]) -> tuple[I64, I64]:
+    """IPv4 host values (ip << 32 | port) -> (ip, signed port) columns."""
+    ip = (host >> np.uint64(32)).astype(np.int64)
+    port = (host & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+    return ip, port
 
 
 def record_starts(buf: bytes | bytearray | memoryview | U8, base: int = 0) -> list[int]:
@@ -178,7 +187,7 @@ def locate(buf: U8, starts: I64 | Sequence[int], sizes: I64 | None = None) -> La
     size = head["size"].astype(np.int64)
     magic = head["magic"]
     sys_flag = head["sys_flag"].astype(np.int64)
-    ok &= (magic == _M1) | (magic == _M2)
+    ok &= (magic == MAGIC_V1) | (magic == MAGIC_V2)
     ok &= (size >= _FIXED_MIN) & (safe + size <= blen)
     if sizes is not None:
         ok &= size == np.asarray(sizes, dtype=np.int64)[: len(safe)]
@@ -188,34 +197,31 @@ def locate(buf: U8, starts: I64 | Sequence[int], sizes: I64 | None = None) -> La
     lay.buf = buf
     v6 = (sys_flag & (_V6_BORN | _V6_STORE)) != 0
     if not bool(v6.any()):
-        tail = head
-        lay.born_ip = tail["born_ip"].astype(np.int64)
-        lay.born_port = tail["born_port"].astype(np.int64)
-        lay.store_timestamp = tail["store_ts"].astype(np.int64)
-        lay.store_ip = tail["store_ip"].astype(np.int64)
-        lay.store_port = tail["store_port"].astype(np.int64)
-        lay.reconsume_times = tail["reconsume"].astype(np.int64)
-        body_len = tail["body_len"].astype(np.int64)
+        lay.born_ip, lay.born_port = _ip_port(head["born_host"])
+        lay.store_timestamp = head["store_timestamp"].astype(np.int64)
+        lay.store_ip, lay.store_port = _ip_port(head["store_host"])
+        lay.reconsume_times = head["reconsume_times"].astype(np.int64)
+        body_len = head["body_len"].astype(np.int64)
         body_pos = safe + _V4_LEN
     else:
         born_len = np.where(sys_flag & _V6_BORN, 20, 8)
         store_len = np.where(sys_flag & _V6_STORE, 20, 8)
         born_at = safe + _HEAD_LEN
-        store_ts_at = born_at + born_len
+        store_ts_at = safe + store_timestamp_at(sys_flag)
         store_at = store_ts_at + 8
-        after = store_at + store_len
+        body_pos = safe + body_at(sys_flag)
         lay.born_ip = np.where(born_len == 8, be_int(buf, born_at, ">u4"), -1)
         lay.born_port = be_int(buf, born_at + born_len - 4, ">i4")
         lay.store_timestamp = be_int(buf, store_ts_at, ">i8")
         lay.store_ip = np.where(store_len == 8, be_int(buf, store_at, ">u4"), -1)
         lay.store_port = be_int(buf, store_at + store_len - 4, ">i4")
-        lay.reconsume_times = be_int(buf, after, ">i4")
-        body_len = be_int(buf, after + 12, ">i4")
-        body_pos = after + 16
+        # RECONSUMETIMES i4, PREPAREDTRANSACTIONOFFSET i8 and BODYLENGTH i4 end the fixed part
+        lay.reconsume_times = be_int(buf, body_pos - 16, ">i4")
+        body_len = be_int(buf, body_pos - 4, ">i4")
     ok &= (body_len >= 0) & (body_pos + body_len <= end)
     topic_len_pos = np.minimum(body_pos + np.where(ok, body_len, 0), max(blen - 2, 0))
     two = fixed(buf, topic_len_pos, 2).view(">u2").astype(np.int64)
-    v2 = magic == _M2
+    v2 = magic == MAGIC_V2
     topic_len = np.where(v2, two, two >> 8)  # V1: one length byte
     topic_pos = topic_len_pos + np.where(v2, 2, 1)
     props_len_pos = np.minimum(topic_pos + np.where(ok, topic_len, 0), max(blen - 2, 0))
@@ -229,8 +235,8 @@ def locate(buf: U8, starts: I64 | Sequence[int], sizes: I64 | None = None) -> La
     lay.sys_flag = sys_flag[:n]
     lay.queue_id = head["queue_id"][:n].astype(np.int64)
     lay.queue_offset = head["queue_offset"][:n].astype(np.int64)
-    lay.phys_offset = head["phys"][:n].astype(np.int64)
-    lay.born_timestamp = head["born_ts"][:n].astype(np.int64)
+    lay.phys_offset = head["phys_offset"][:n].astype(np.int64)
+    lay.born_timestamp = head["born_timestamp"][:n].astype(np.int64)
     for name in ("born_ip", "born_port", "store_timestamp", "store_ip", "store_port", "reconsume_times"):
         setattr(lay, name, getattr(lay, name)[:n])
     lay.body_pos = body_pos[:n]

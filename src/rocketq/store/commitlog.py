@@ -19,14 +19,21 @@ from itertools import accumulate, chain, repeat
 from operator import add, and_
 from typing import Final
 
-from rocketq.codec.message import (
+from rocketq.codec.message import encode_host
+from rocketq.codec.record import (
     BLANK_MAGIC,
     MAGIC_V1,
     MAGIC_V2,
     MAX_TOPIC_LENGTH_V1,
+    MIN_RECORD_LENGTH,
+    SIZE_MAGIC,
+    SYS_FLAG_AT,
     MessageSysFlag,
-    encode_host,
+    store_timestamp_at,
 )
+from rocketq.codec.record import batch_head_struct as _batch_struct
+from rocketq.codec.record import host_bits_struct as _mid_struct
+from rocketq.codec.record import record_struct as _single_struct
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.mapped_file import (
     AllocateMappedFileService,
@@ -40,22 +47,14 @@ log = logging.getLogger("rocketq.store")
 
 END_FILE_MIN_BLANK_LENGTH: Final = 8
 RESERVE_WINDOW: Final = 32 << 20  # disk blocks reserved ahead of the append position
-MIN_RECORD_LENGTH: Final = 91  # fixed part with IPv4 hosts, empty body/topic/properties
-_BLANK = struct.Struct(">ii")
+_BLANK = SIZE_MAGIC  # the end marker: [int remaining][BLANK_MAGIC]
 _I32 = struct.Struct(">i")
-_SIZE_MAGIC = struct.Struct(">ii")
 _I64 = struct.Struct(">q")
 _BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
 _STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _CRC = zlib.crc32
 _HOST_BITS_CLEAR = ~(_BORN_V6 | _STORE_V6)
 _RESERVE_LOW = 8 << 20  # ask for the next window when less than this is reserved ahead
-
-# Head of every record up to PHYSICALOFFSET; the rest of the fixed part depends on host sizes.
-# SIZE MAGIC CRC QUEUEID FLAG QUEUEOFFSET PHYSOFFSET
-_SINGLE: dict[tuple[int, int], struct.Struct] = {}
-_BATCH: dict[int, struct.Struct] = {}
-_MID: dict[tuple[int, int], struct.Struct] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,38 +82,6 @@ class EncodedBatch:
 # reconsume times. A tuple because one per message is built on the send hot path.
 SingleEntry = tuple[str, int, "bytes | memoryview", int, str, int, tuple[str, ...], int, int,
                     tuple[str, int], int]
-
-
-def _single_struct(born_len: int, store_len: int) -> struct.Struct:
-    s = _SINGLE.get((born_len, store_len))
-    if s is None:
-        # ... SYSFLAG BORNTS BORNHOST STORETS STOREHOST RECONSUME PREPARED BODYLEN
-        s = _SINGLE[(born_len, store_len)] = struct.Struct(f">iiiiiqqiq{born_len}sq{store_len}siqi")
-    return s
-
-
-def _mid_struct(born_len: int, store_len: int) -> struct.Struct:
-    s = _MID.get((born_len, store_len))
-    if s is None:
-        s = _MID[(born_len, store_len)] = struct.Struct(f">iq{born_len}sq{store_len}siq")
-    return s
-
-
-def _batch_struct(mid_len: int) -> struct.Struct:
-    s = _BATCH.get(mid_len)
-    if s is None:
-        s = _BATCH[mid_len] = struct.Struct(f">iiiiiqq{mid_len}si")
-    return s
-
-
-def store_timestamp_offset(sys_flag: int) -> int:
-    """Where STORETIMESTAMP sits in a record with this sysflag."""
-    return 68 if sys_flag & _BORN_V6 else 56
-
-
-def body_offset(sys_flag: int) -> int:
-    """Where the BODY bytes start (after the body length int)."""
-    return 88 + (12 if sys_flag & _BORN_V6 else 0) + (12 if sys_flag & _STORE_V6 else 0)
 
 
 class AppendError(Exception):
@@ -343,7 +310,7 @@ class CommitLog:
         pos = phys - mf.file_from_offset
         if pos + 8 > mf.wrote_position:
             return None
-        size, magic = _SIZE_MAGIC.unpack_from(mf.buf, pos)
+        size, magic = SIZE_MAGIC.unpack_from(mf.buf, pos)
         if magic not in (MAGIC_V1, MAGIC_V2) or size < MIN_RECORD_LENGTH or pos + size > mf.wrote_position:
             return None
         return mf.buf[pos : pos + size]
@@ -354,10 +321,13 @@ class CommitLog:
         if mf is None or mf.closed:
             return -1
         pos = phys - mf.file_from_offset
-        if pos + 76 > mf.wrote_position:
+        if pos + SYS_FLAG_AT + 4 > mf.wrote_position:
             return -1
-        (sys_flag,) = _I32.unpack_from(mf.buf, pos + 36)
-        return int(_I64.unpack_from(mf.buf, pos + store_timestamp_offset(sys_flag))[0])
+        (sys_flag,) = _I32.unpack_from(mf.buf, pos + SYS_FLAG_AT)
+        at = pos + store_timestamp_at(sys_flag)
+        if at + 8 > mf.wrote_position:
+            return -1
+        return int(_I64.unpack_from(mf.buf, at)[0])
 
     # ---- durability ----------------------------------------------------------------------
     def flush(self, least_pages: int = 0) -> int:

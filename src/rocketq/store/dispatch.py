@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rocketq.codec.message import MessageConst, MessageSysFlag, tags_code
+from rocketq.codec.properties import get_property, needle
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.index import IndexService
 
@@ -99,47 +100,32 @@ class Dispatcher:
                 self.notify(cq.topic, cq.queue_id, cq.max_offset, tags)
 
 
-def property_value(props: bytes, key: bytes) -> bytes | None:
-    """One property straight from the stored bytes (the last occurrence wins, like the
-    decoder), without decoding the whole properties string."""
-    needle = key + b"\x01"
-    i = props.rfind(needle)
-    while i > 0 and props[i - 1] != 2:
-        i = props.rfind(needle, 0, i)
-    if i < 0:
-        return None
-    start = i + len(needle)
-    end = props.find(b"\x02", start)
-    value = props[start:] if end < 0 else props[start:end]
-    return value or None
-
-
-_TAGS = MessageConst.PROPERTY_TAGS.encode()
-_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL.encode()
-_UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX.encode()
-_KEYS = MessageConst.PROPERTY_KEYS.encode()
+_TAGS = needle(MessageConst.PROPERTY_TAGS).encode()
+_DELAY = needle(MessageConst.PROPERTY_DELAY_TIME_LEVEL).encode()
+_UNIQ = needle(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX).encode()
+_KEYS = needle(MessageConst.PROPERTY_KEYS).encode()
 
 
 def tags_code_of(topic: str, props: bytes, store_ts: int, delay_levels_ms: Sequence[int]) -> int:
     """The consume-queue tagsCode of a stored record (recovery re-dispatch)."""
     if topic == SCHEDULE_TOPIC:
         # the schedule topic's tagsCode is the delivery time (ScheduleMessageService)
-        level = property_value(props, _DELAY)
+        level = get_property(props, _DELAY)
         if level is not None and level.isdigit() and delay_levels_ms:
             lv = min(max(int(level), 1), len(delay_levels_ms))
             return store_ts + delay_levels_ms[lv - 1]
         return store_ts
-    tags = property_value(props, _TAGS)
+    tags = get_property(props, _TAGS)
     return tags_code(tags.decode("utf-8", "replace")) if tags is not None else 0
 
 
 def index_keys_of(props: bytes) -> list[str]:
     """UNIQ_KEY and each KEYS word of a stored record."""
     keys: list[str] = []
-    uniq = property_value(props, _UNIQ)
+    uniq = get_property(props, _UNIQ)
     if uniq:
         keys.append(uniq.decode("utf-8", "replace"))
-    words = property_value(props, _KEYS)
+    words = get_property(props, _KEYS)
     if words:
         keys.extend(w for w in words.decode("utf-8", "replace").split(MessageConst.KEY_SEPARATOR) if w)
     return keys

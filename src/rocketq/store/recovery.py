@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import struct
 import time
 import zlib
 from array import array
@@ -31,9 +30,28 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rocketq.codec.message import BLANK_MAGIC, MAGIC_V1, MAGIC_V2, tags_code
+from rocketq.codec.message import MessageConst, tags_code
+from rocketq.codec.properties import needle, value_span
+from rocketq.codec.record import (
+    BLANK_MAGIC,
+    BODY_CRC_AT,
+    MAGIC_AT,
+    MAGIC_V1,
+    MAGIC_V2,
+    MAX_TOPIC_LENGTH_V1,
+    MIN_RECORD_LENGTH,
+    PHYS_OFFSET_AT,
+    QUEUE_ID_AT,
+    QUEUE_OFFSET_AT,
+    SIZE_AT,
+    SIZE_MAGIC,
+    SYS_FLAG_AT,
+    MessageSysFlag,
+    body_at,
+    store_timestamp_at,
+)
 from rocketq.store.checkpoint import StoreCheckpoint
-from rocketq.store.commitlog import MIN_RECORD_LENGTH, CommitLog
+from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import SCHEDULE_TOPIC, index_keys_of, tags_code_of
@@ -42,7 +60,6 @@ from rocketq.store.mapped_file import MappedFile
 
 log = logging.getLogger("rocketq.store")
 
-_SIZE_MAGIC = struct.Struct(">ii")
 _CHUNK = 1 << 20
 I64Array = npt.NDArray[np.int64]
 
@@ -89,18 +106,18 @@ def _validate(mf: MappedFile, pos: I64Array, check_crc: bool) -> int:
     try:
         for lo in range(0, n, _CHUNK):
             p = pos[lo : lo + _CHUNK]
-            size = _gather(u8, p, 4)
-            magic = _gather(u8, p + 4, 4)
-            crc = _gather(u8, p + 8, 4)
-            phys = _gather(u8, p + 28, 8)
-            sys_flag = _gather(u8, p + 36, 4)
-            bo = 88 + 12 * ((sys_flag & 0x10) != 0) + 12 * ((sys_flag & 0x20) != 0)
+            size = _gather(u8, p + SIZE_AT, 4)
+            magic = _gather(u8, p + MAGIC_AT, 4)
+            crc = _gather(u8, p + BODY_CRC_AT, 4)
+            phys = _gather(u8, p + PHYS_OFFSET_AT, 8)
+            sys_flag = _gather(u8, p + SYS_FLAG_AT, 4)
+            bo = body_at(sys_flag)
             blen = _gather(u8, p + bo - 4, 4)
             ok = (phys == mf.file_from_offset + p) & (blen >= 0) & (bo + blen + 3 <= size)
             v2 = magic == MAGIC_V2
             t_at = p + np.minimum(bo + blen, size - 3)
             tlen = np.where(v2, _gather(u8, t_at, 2), u8[t_at].astype(np.int64))
-            ok &= (tlen >= 0) & (v2 | (tlen <= 127))
+            ok &= (tlen >= 0) & (v2 | (tlen <= MAX_TOPIC_LENGTH_V1))
             p_rel = bo + blen + np.where(v2, 2, 1) + tlen
             ok &= p_rel + 2 <= size
             plen = _gather(u8, p + np.minimum(p_rel, size - 2), 2)
@@ -142,7 +159,7 @@ class Recovery:
 
     # ---- where to start ------------------------------------------------------------------
     def _first_record_ts(self, mf: MappedFile) -> int:
-        size, magic = _SIZE_MAGIC.unpack_from(mf.buf, 0)
+        size, magic = SIZE_MAGIC.unpack_from(mf.buf, 0)
         if magic not in (MAGIC_V1, MAGIC_V2) or size < MIN_RECORD_LENGTH:
             return 0
         return self.commit_log.store_timestamp_at(mf.file_from_offset)
@@ -280,10 +297,10 @@ class Recovery:
                 continue
             absolute = pos + mf.file_from_offset
             u8 = np.frombuffer(mf.buf, dtype=np.uint8)
-            sys_flag = _gather(u8, pos + 36, 4)
-            tran = sys_flag & 0xC
-            need_cq = ~_covered(absolute, covered_all) & (tran != 0x4) & (tran != 0xC)
-            need_idx = (absolute > indexed_upto) & (tran != 0xC) if indexed_upto is not None \
+            sys_flag = _gather(u8, pos + SYS_FLAG_AT, 4)
+            tran = sys_flag & MessageSysFlag.TRANSACTION_MASK
+            need_cq = ~_covered(absolute, covered_all) & (tran != _PREPARED) & (tran != _ROLLBACK)
+            need_idx = (absolute > indexed_upto) & (tran != _ROLLBACK) if indexed_upto is not None \
                 else np.zeros(len(pos), dtype=bool)
             sel = np.flatnonzero(need_cq | need_idx)
             if not len(sel):
@@ -330,18 +347,18 @@ class Recovery:
 
 def _fields(u8: npt.NDArray[np.uint8], p: I64Array, sf: I64Array) -> dict[str, I64Array]:
     """The dispatch fields of the records at `p` (positions in one segment), vectorised."""
-    v2 = _gather(u8, p + 4, 4) == MAGIC_V2
-    bo = p + 88 + 12 * ((sf & 0x10) != 0) + 12 * ((sf & 0x20) != 0)
+    v2 = _gather(u8, p + MAGIC_AT, 4) == MAGIC_V2
+    bo = p + body_at(sf)
     tpos = bo + _gather(u8, bo - 4, 4)
     tlen = np.where(v2, _gather(u8, tpos, 2), u8[tpos].astype(np.int64))
     tstart = tpos + np.where(v2, 2, 1)
     pstart = tstart + tlen + 2
     return {
         "pos": p,
-        "size": _gather(u8, p, 4),
-        "qid": _gather(u8, p + 12, 4),
-        "qoff": _gather(u8, p + 20, 8),
-        "ts": _gather(u8, p + np.where(sf & 0x10, 68, 56), 8),
+        "size": _gather(u8, p + SIZE_AT, 4),
+        "qid": _gather(u8, p + QUEUE_ID_AT, 4),
+        "qoff": _gather(u8, p + QUEUE_OFFSET_AT, 8),
+        "ts": _gather(u8, p + store_timestamp_at(sf), 8),
         "tstart": tstart,
         "tlen": tlen,
         "pstart": pstart,
@@ -374,7 +391,9 @@ def _topic_ids(u8: npt.NDArray[np.uint8], tstart: I64Array, tlen: I64Array) -> t
     return ids, names
 
 
-_TAGS_NEEDLE = b"TAGS\x01"
+_TAGS_NEEDLE = needle(MessageConst.PROPERTY_TAGS).encode()
+_PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+_ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 
 
 def _tags_codes(
@@ -383,7 +402,6 @@ def _tags_codes(
 ) -> list[int]:
     """tagsCode of each record in `rows`, read straight from the mapped properties."""
     mm = mf.mm
-    rfind, find = mm.rfind, mm.find
     cache: dict[bytes, int] = {}
     out: list[int] = []
     add = out.append
@@ -394,17 +412,14 @@ def _tags_codes(
         if tid == schedule:
             add(tags_code_of(SCHEDULE_TOPIC, mm[p0:end], ts, delay))
             continue
-        i = rfind(_TAGS_NEEDLE, p0, end)
-        while i > p0 and mm[i - 1] != 2:
-            i = rfind(_TAGS_NEEDLE, p0, i + 4)
-        if i < 0:
+        span = value_span(mm, _TAGS_NEEDLE, p0, end)
+        if span is None:
             add(0)
             continue
-        j = find(b"\x02", i + 5, end)
-        raw = mm[i + 5 : j if j >= 0 else end]
+        raw = mm[span[0] : span[1]]
         code = cache.get(raw)
         if code is None:
-            code = cache[raw] = tags_code(raw.decode("utf-8", "replace")) if raw else 0
+            code = cache[raw] = tags_code(raw.decode("utf-8", "replace"))
         add(code)
     return out
 
@@ -429,8 +444,8 @@ def _walk_segment(mf: MappedFile, pos: int, known: I64Array) -> tuple[I64Array, 
     if n:
         u8 = np.frombuffer(buf, dtype=np.uint8)
         safe = np.minimum(known, fsize - 8)
-        size = _gather(u8, safe, 4)
-        magic = _gather(u8, safe + 4, 4)
+        size = _gather(u8, safe + SIZE_AT, 4)
+        magic = _gather(u8, safe + MAGIC_AT, 4)
         del u8
         ok = ((magic == MAGIC_V1) | (magic == MAGIC_V2)) & (size >= MIN_RECORD_LENGTH)
         ok &= (known + size <= fsize) & (known <= fsize - 8)
@@ -439,7 +454,7 @@ def _walk_segment(mf: MappedFile, pos: int, known: I64Array) -> tuple[I64Array, 
         link[:-1] = ok[:-1] & (nxt[:-1] == known[1:])
         breaks = np.flatnonzero(~link)  # always holds n - 1
         known_l = known.tolist()
-    unpack = _SIZE_MAGIC.unpack_from
+    unpack = SIZE_MAGIC.unpack_from
     found = array("q")
     add = found.append
     k = 0

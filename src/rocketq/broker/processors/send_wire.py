@@ -11,7 +11,9 @@ from collections.abc import Callable
 import numpy as np
 
 from rocketq.codec.command import Body
-from rocketq.codec.message import MAX_PROPERTIES_LENGTH, tags_code
+from rocketq.codec.message import MessageConst, tags_code
+from rocketq.codec.properties import MAX_PROPERTIES_LENGTH, append_properties, get_property, needle
+from rocketq.codec.record import BATCH_ITEM_FIXED, BATCH_ITEM_HEAD
 from rocketq.errors import MessageIllegal
 from rocketq.store.model import PutMessageResult
 
@@ -33,22 +35,23 @@ __all__ = [
     "v2_fields",
 ]
 
-# Property keys searched in the raw properties string ("KEY\x01" so a match is a whole key).
-P_UNIQ = "UNIQ_KEY\x01"
-P_TAGS = "TAGS\x01"
-P_KEYS = "KEYS\x01"
-P_DELAY = "DELAY\x01"
-P_WAIT = "WAIT\x01"
-P_TRAN = "TRAN_MSG\x01"
-TIMER_KEYS = ("TIMER_DELIVER_MS\x01", "TIMER_DELAY_SEC\x01", "TIMER_DELAY_MS\x01")
+# Property names as searched in the raw properties string (`get_property`).
+P_UNIQ = needle(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+P_TAGS = needle(MessageConst.PROPERTY_TAGS)
+P_KEYS = needle(MessageConst.PROPERTY_KEYS)
+P_DELAY = needle(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
+P_WAIT = needle(MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
+P_TRAN = needle(MessageConst.PROPERTY_TRANSACTION_PREPARED)
+TIMER_KEYS = tuple(needle(k) for k in (MessageConst.PROPERTY_TIMER_DELIVER_MS,
+                                       MessageConst.PROPERTY_TIMER_DELAY_SEC,
+                                       MessageConst.PROPERTY_TIMER_DELAY_MS))
 
 # (topic, queueId, sysFlag, bornTimestamp, flag, properties, reconsumeTimes) of a one-message send
 SendFields = tuple[str, int, int, int, int, "str | None", int]
 # flags, bodies, property tails (PROPERTIESLENGTH + PROPERTIES as stored), tags codes, index keys
 BatchColumns = tuple[list[int], list[bytes], list[bytes], list[int], list[tuple[str, ...]]]
 
-_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGIC BODYCRC FLAG BODYLEN
-_BATCH_HEAD_SIZE = _BATCH_HEAD.size
+_BATCH_HEAD_SIZE = BATCH_ITEM_HEAD.size
 _SHORT = struct.Struct(">h")
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
@@ -88,30 +91,6 @@ def v2_fields(ext: dict[str, str] | None) -> SendFields | None:
         return topic, queue_id, sys_flag, born, flag, g("i"), reconsume
     except (KeyError, ValueError, TypeError, AttributeError):
         return None
-
-
-def get_property(props: str, key1: str) -> str | None:
-    """The value of property `key1` ("NAME\\x01") in a raw properties string, or None.
-
-    A match counts only at the start of a segment, so "XTAGS" never answers for "TAGS"; the
-    last occurrence wins, as RocketMQ's decoder (a HashMap fed in order) keeps the last duplicate.
-    """
-    i = props.rfind(key1)
-    while i > 0 and props[i - 1] != "\x02":
-        i = props.rfind(key1, 0, i)
-    if i < 0:
-        return None
-    start = i + len(key1)
-    end = props.find("\x02", start)
-    return props[start:] if end < 0 else props[start:end]
-
-
-def append_properties(props: str, *pairs: tuple[str, str]) -> str:
-    """Append `name=value` entries to a raw properties string without re-encoding it."""
-    tail = "".join(f"{k}\x01{v}\x02" for k, v in pairs)
-    if not props or props[-1] == "\x02":
-        return props + tail
-    return props + "\x02" + tail
 
 
 def index_keys(uniq: str, keys: str | None) -> tuple[str, ...]:
@@ -161,7 +140,7 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
     end = len(data)
     if end == 0:
         raise MessageIllegal("the batch body is empty")
-    unpack_head = _BATCH_HEAD.unpack_from
+    unpack_head = BATCH_ITEM_HEAD.unpack_from
     unpack_short = _SHORT.unpack_from
     codes = tags_codes
     flags: list[int] = []
@@ -178,7 +157,7 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
             rec_end = pos + size
             b0 = pos + _BATCH_HEAD_SIZE
             b1 = b0 + body_len
-            if size < _BATCH_HEAD_SIZE + 2 or rec_end > end or body_len < 0 or b1 + 2 > rec_end:
+            if size < BATCH_ITEM_FIXED or rec_end > end or body_len < 0 or b1 + 2 > rec_end:
                 raise MessageIllegal(f"the batch body is corrupt at byte {pos}")
             if unpack_short(data, b1)[0] != rec_end - b1 - 2:
                 raise MessageIllegal(f"the batch body is corrupt at byte {pos}")

@@ -20,6 +20,7 @@ from rocketq.client.config import wrap_namespace
 from rocketq.client.message import Message
 from rocketq.client.producer.config import ProducerConfig
 from rocketq.codec.message import MAX_PROPERTIES_LENGTH, MessageSysFlag, UniqIdGenerator
+from rocketq.codec.record import BATCH_ITEM_FIXED, BATCH_ITEM_HEAD
 from rocketq.errors import InvalidMessage, ProtocolError
 
 __all__ = [
@@ -36,11 +37,7 @@ RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 # Set through Message fields, never copied from Message.properties.
 _FIELD_KEYS: Final = frozenset({"TAGS", "KEYS", "DELAY", "WAIT", PROPERTY_UNIQ_KEY})
 _COMPRESSED_ZLIB: Final = MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB
-# A SEND_BATCH_MESSAGE record (PROTOCOL.md §3.4): TOTALSIZE MAGIC BODYCRC FLAG BODYLEN, body,
-# short properties length, properties. The client writes 0 for MAGIC and BODYCRC.
-_BATCH_HEAD: Final = struct.Struct(">iiiii")
 _SHORT: Final = struct.Struct(">h")
-_BATCH_FIXED: Final = _BATCH_HEAD.size + _SHORT.size
 
 
 class UniqKeys:
@@ -224,7 +221,7 @@ class SendEncoder:
         batch_id = ids.pop()
         parts: list[bytes] = []
         append = parts.append
-        pack_head = _BATCH_HEAD.pack
+        pack_head = BATCH_ITEM_HEAD.pack
         pack_short = _SHORT.pack
         for i, msg in enumerate(msgs):
             if msg.properties:
@@ -235,7 +232,8 @@ class SendEncoder:
                 props = _checked(_plain_properties(msg, ids[i])).encode()
             body = msg.body
             blen = len(body)
-            append(pack_head(_BATCH_FIXED + blen + len(props), 0, 0, msg.flag, blen))
+            # a SEND_BATCH_MESSAGE item (codec/record.py); the client writes 0 for MAGIC and BODYCRC
+            append(pack_head(BATCH_ITEM_FIXED + blen + len(props), 0, 0, msg.flag, blen))
             append(body if type(body) is bytes else bytes(body))
             append(pack_short(len(props)))
             append(props)

@@ -1,0 +1,113 @@
+"""Message properties (PROTOCOL.md §3.3): the one definition of their text form and its rule.
+
+A properties string is ``name \\x01 value \\x02`` per entry. RocketMQ's reader
+(MessageDecoder.string2messageProperties) cuts it at every \\x02 (the last one is optional: Java
+4.9 omits it, C++ and ali-ons write it); a segment counts only when its first \\x01 is neither its
+first nor its last character, so neither name nor value is empty; a later duplicate of a name
+replaces an earlier one. `decode_properties` applies that rule to the whole string;
+`value_span` answers one name without decoding the rest, on str (the send path), bytes or a
+mapped segment (the store), and returns exactly what `decode_properties` would.
+
+The Spark reader applies the same rule to a whole column at once with numpy (`spark/_props.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, Protocol, TypeVar
+
+__all__ = [
+    "MAX_PROPERTIES_LENGTH",
+    "NAME_VALUE_SEPARATOR",
+    "PROPERTY_SEPARATOR",
+    "SearchableBytes",
+    "append_properties",
+    "decode_properties",
+    "encode_properties",
+    "get_property",
+    "needle",
+    "value_span",
+]
+
+NAME_VALUE_SEPARATOR: Final = "\x01"
+PROPERTY_SEPARATOR: Final = "\x02"
+MAX_PROPERTIES_LENGTH: Final = 32767  # stored behind a signed short
+
+_SEP_STR: Final = PROPERTY_SEPARATOR
+_SEP_BYTES: Final = PROPERTY_SEPARATOR.encode()
+
+_Text = TypeVar("_Text", str, bytes)
+
+
+class SearchableBytes(Protocol):
+    """bytes, or a mapped segment (mmap), which the codec does not import: it stays sans-I/O."""
+
+    def __len__(self) -> int: ...
+    def find(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
+    def rfind(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
+    def __getitem__(self, index: slice, /) -> bytes: ...
+
+
+def encode_properties(properties: Mapping[str, str | None]) -> str:
+    """`name \\x01 value \\x02` per entry, trailing separator included (C++/ali-ons style)."""
+    return "".join(f"{k}\x01{v}\x02" for k, v in properties.items() if v is not None)
+
+
+def append_properties(props: str, *pairs: tuple[str, str]) -> str:
+    """Append entries to a properties string without re-encoding it; a stored string may lack
+    its trailing separator, so one is put between the two when needed."""
+    tail = "".join(f"{k}\x01{v}\x02" for k, v in pairs)
+    if not props or props[-1] == _SEP_STR:
+        return props + tail
+    return props + _SEP_STR + tail
+
+
+def decode_properties(text: str) -> dict[str, str]:
+    """Parse a properties string by RocketMQ's rule (see the module text); later duplicates win."""
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    for seg in text.split("\x02"):
+        # partition splits at the first \x01; both sides non-empty is exactly the rule
+        key, _, value = seg.partition("\x01")
+        if key and value:
+            out[key] = value
+    return out
+
+
+def needle(name: str) -> str:
+    """What `value_span` searches for: the name and its \\x01, so a match is a whole name."""
+    return name + NAME_VALUE_SEPARATOR
+
+
+def value_span(
+    props: str | SearchableBytes, key: str | bytes, start: int = 0, end: int | None = None
+) -> tuple[int, int] | None:
+    """(start, end) of the value `decode_properties` would give the name in `key` (a `needle`,
+    str or bytes like `props`) within props[start:end], or None where it gives none.
+
+    Searches backwards, so the common case (one entry of that name) costs one `rfind` and one
+    `find`. A match counts only at the start of a segment ("XTAGS" never answers for "TAGS");
+    an entry with an empty value does not count, and an earlier one may then answer.
+    """
+    if end is None:
+        end = len(props)
+    sep = _SEP_STR if isinstance(props, str) else _SEP_BYTES
+    n = len(key)
+    i = props.rfind(key, start, end)  # type: ignore[arg-type]  # key matches props' kind
+    while i >= 0:
+        if i == start or props[i - 1 : i] == sep:
+            v0 = i + n
+            v1 = props.find(sep, v0, end)  # type: ignore[arg-type]
+            if v1 < 0:
+                v1 = end
+            if v1 > v0:
+                return v0, v1
+        i = props.rfind(key, start, i)  # type: ignore[arg-type]
+    return None
+
+
+def get_property(props: _Text, key: _Text) -> _Text | None:
+    """The value of the name in `key` (a `needle`) in a properties str or bytes, or None."""
+    span = value_span(props, key)
+    return None if span is None else props[span[0] : span[1]]
