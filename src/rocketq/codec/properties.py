@@ -14,17 +14,19 @@ The Spark reader applies the same rule to a whole column at once with numpy (`sp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, Protocol, TypeVar
+from typing import Final, Protocol
 
 __all__ = [
     "MAX_PROPERTIES_LENGTH",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
     "SearchableBytes",
+    "append_encoded",
     "append_properties",
     "decode_properties",
     "encode_properties",
     "get_property",
+    "get_property_bytes",
     "needle",
     "value_span",
 ]
@@ -35,9 +37,6 @@ MAX_PROPERTIES_LENGTH: Final = 32767  # stored behind a signed short
 
 _SEP_STR: Final = PROPERTY_SEPARATOR
 _SEP_BYTES: Final = PROPERTY_SEPARATOR.encode()
-
-_Text = TypeVar("_Text", str, bytes)
-
 
 class SearchableBytes(Protocol):
     """bytes, or a mapped segment (mmap), which the codec does not import: it stays sans-I/O."""
@@ -54,12 +53,16 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
 
 
 def append_properties(props: str, *pairs: tuple[str, str]) -> str:
-    """Append entries to a properties string without re-encoding it; a stored string may lack
-    its trailing separator, so one is put between the two when needed."""
-    tail = "".join(f"{k}\x01{v}\x02" for k, v in pairs)
-    if not props or props[-1] == _SEP_STR:
+    """Append entries to a properties string without re-encoding it."""
+    return append_encoded(props, "".join(f"{k}\x01{v}\x02" for k, v in pairs))
+
+
+def append_encoded(props: str, tail: str) -> str:
+    """Join two properties strings; a stored one may lack its trailing separator, so one is put
+    between the two when needed."""
+    if not props or props[-1] == "\x02":
         return props + tail
-    return props + _SEP_STR + tail
+    return props + "\x02" + tail
 
 
 def decode_properties(text: str) -> dict[str, str]:
@@ -107,7 +110,27 @@ def value_span(
     return None
 
 
-def get_property(props: _Text, key: _Text) -> _Text | None:
-    """The value of the name in `key` (a `needle`) in a properties str or bytes, or None."""
+def get_property(props: str, key: str) -> str | None:
+    """The value of the name in `key` (a `needle`) in a properties string, or None.
+
+    On the send path for every message: the usual case (the last match starts an entry and has
+    a value) is answered here; anything else goes to `value_span`.
+    """
+    i = props.rfind(key)
+    if i < 0:
+        return None
+    if i == 0 or props[i - 1] == "\x02":
+        v0 = i + len(key)
+        j = props.find("\x02", v0)
+        value = props[v0:] if j < 0 else props[v0:j]
+        if value:
+            return value
     span = value_span(props, key)
+    return None if span is None else props[span[0] : span[1]]
+
+
+def get_property_bytes(props: SearchableBytes, key: bytes, start: int = 0, end: int | None = None
+                       ) -> bytes | None:
+    """`get_property` on stored bytes, within props[start:end]."""
+    span = value_span(props, key, start, end)
     return None if span is None else props[span[0] : span[1]]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rocketq.codec.message import MessageConst, MessageSysFlag, tags_code
-from rocketq.codec.properties import get_property, needle
+from rocketq.codec.properties import get_property_bytes, needle
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.index import IndexService
 
@@ -110,22 +110,22 @@ def tags_code_of(topic: str, props: bytes, store_ts: int, delay_levels_ms: Seque
     """The consume-queue tagsCode of a stored record (recovery re-dispatch)."""
     if topic == SCHEDULE_TOPIC:
         # the schedule topic's tagsCode is the delivery time (ScheduleMessageService)
-        level = get_property(props, _DELAY)
+        level = get_property_bytes(props, _DELAY)
         if level is not None and level.isdigit() and delay_levels_ms:
             lv = min(max(int(level), 1), len(delay_levels_ms))
             return store_ts + delay_levels_ms[lv - 1]
         return store_ts
-    tags = get_property(props, _TAGS)
+    tags = get_property_bytes(props, _TAGS)
     return tags_code(tags.decode("utf-8", "replace")) if tags is not None else 0
 
 
 def index_keys_of(props: bytes) -> list[str]:
     """UNIQ_KEY and each KEYS word of a stored record."""
     keys: list[str] = []
-    uniq = get_property(props, _UNIQ)
+    uniq = get_property_bytes(props, _UNIQ)
     if uniq:
         keys.append(uniq.decode("utf-8", "replace"))
-    words = get_property(props, _KEYS)
+    words = get_property_bytes(props, _KEYS)
     if words:
         keys.extend(w for w in words.decode("utf-8", "replace").split(MessageConst.KEY_SEPARATOR) if w)
     return keys

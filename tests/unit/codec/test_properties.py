@@ -14,6 +14,7 @@ from rocketq.codec.properties import (
     decode_properties,
     encode_properties,
     get_property,
+    get_property_bytes,
     needle,
     value_span,
 )
@@ -29,7 +30,7 @@ def test_lookup_agrees_with_the_decoder_on_str_and_bytes(text: str, name: str) -
     expected = decode_properties(text).get(name)
     assert get_property(text, needle(name)) == expected
     raw = text.encode()
-    got = get_property(raw, needle(name).encode())
+    got = get_property_bytes(raw, needle(name).encode())
     assert (got.decode() if got is not None else None) == expected
 
 

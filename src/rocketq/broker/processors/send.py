@@ -32,9 +32,7 @@ from rocketq.broker.processors.send_wire import (
     P_WAIT,
     TIMER_KEYS,
     SendFields,
-    append_properties,
     decode_batch_body,
-    get_property,
     index_keys,
     joined_msg_ids,
     v2_fields,
@@ -58,6 +56,7 @@ from rocketq.codec.message import (
     encode_properties,
     tags_code,
 )
+from rocketq.codec.properties import append_encoded, append_properties, get_property
 from rocketq.errors import (
     InvalidParameter,
     MessageIllegal,
@@ -333,25 +332,9 @@ class SendMessageProcessor:
             if moved is not None:
                 topic, queue_id = moved
                 props = append_properties(props, ("DELAY", "-1"))
-        # UNIQ_KEY and TAGS: the last occurrence at the start of an entry (get_property's rule),
-        # looked up inline when that is the last occurrence at all, as it always is in practice.
-        i = props.rfind("UNIQ_KEY\x01")
-        if i > 0 and props[i - 1] != "\x02":
-            uniq = get_property(props, P_UNIQ) or ""
-        elif i >= 0:
-            j = props.find("\x02", i + 9)
-            uniq = props[i + 9:] if j < 0 else props[i + 9:j]
-        else:
-            uniq = ""
-        i = props.rfind("TAGS\x01")
-        if i > 0 and props[i - 1] != "\x02":
-            tags = get_property(props, P_TAGS)
-        elif i >= 0:
-            j = props.find("\x02", i + 5)
-            tags = props[i + 5:] if j < 0 else props[i + 5:j]
-        else:
-            tags = None
-        keys = get_property(props, P_KEYS) if "KEYS\x01" in props else None
+        uniq = get_property(props, P_UNIQ) or ""
+        tags = get_property(props, P_TAGS)
+        keys = get_property(props, P_KEYS)
         # The broker's own entries are appended to the client's string in one concatenation.
         if uniq:
             tail = "" if self._cluster_entry in props else self._cluster_entry
@@ -359,7 +342,7 @@ class SendMessageProcessor:
             uniq = self._uniq()
             tail = f"UNIQ_KEY\x01{uniq}\x02{self._cluster_entry}"
         if tail:
-            props = f"{props}{tail}" if not props or props[-1] == "\x02" else f"{props}\x02{tail}"
+            props = append_encoded(props, tail)
         if tags:
             tcode = self._tags_codes.get(tags)
             if tcode is None:
@@ -368,7 +351,7 @@ class SendMessageProcessor:
                     self._tags_codes[tags] = tcode
         else:
             tcode = 0
-        if "DELAY\x01" in props:
+        if P_DELAY in props:
             delay = get_property(props, P_DELAY)
             if delay is not None and delay != "0" and delay != "-1":
                 topic, queue_id, props, tcode = self._delay(topic, queue_id, props, delay)
@@ -376,7 +359,7 @@ class SendMessageProcessor:
             raise MessageIllegal("timer messages (TIMER_DELIVER_MS / TIMER_DELAY_*) are not supported "
                                  "by this broker; use a delay level (DELAY)")
         wait = True
-        if self._sync_flush and "WAIT\x01" in props:
+        if self._sync_flush and P_WAIT in props:
             wait = (get_property(props, P_WAIT) or "true").lower() == "true"
         entry: SingleEntry = (
             topic, queue_id, body, flag, props, tcode,  # type: ignore[assignment]  # bodies are bytes

@@ -27,9 +27,7 @@ __all__ = [
     "TIMER_KEYS",
     "BatchColumns",
     "SendFields",
-    "append_properties",
     "decode_batch_body",
-    "get_property",
     "index_keys",
     "joined_msg_ids",
     "v2_fields",
@@ -130,7 +128,7 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
 
     Inner properties are stored as sent (only a missing UNIQ_KEY is added), as RocketMQ does
     since ISSUE #9416. This loop is the per-message cost of SEND_BATCH_MESSAGE, so the
-    common case (UNIQ_KEY and TAGS at the start of an entry, no KEYS) is read inline; the
+    common case (a UNIQ_KEY, no KEYS) takes two lookups and a cached tags code; the
     properties of every message go on as the very bytes that arrived, behind their length.
     """
     if isinstance(body, bytes | bytearray | memoryview):
@@ -165,28 +163,20 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
                 raise MessageIllegal(f"the message body size over max value, MAX: {max_size}")
             props = data[b1 + 2:rec_end].decode()
             tail = data[b1:rec_end]
-            u = props.rfind("UNIQ_KEY\x01")
-            t = props.rfind("TAGS\x01")
-            if u < 0 or (u and props[u - 1] != "\x02") or (t > 0 and props[t - 1] != "\x02") or (
-                    "KEYS\x01" in props):
+            uniq = get_property(props, P_UNIQ)
+            if not uniq or P_KEYS in props:
                 tail, tcode, key = _batch_entry_slow(props, tail, new_uniq)
             else:
-                j = props.find("\x02", u + 9)
-                uniq = props[u + 9:] if j < 0 else props[u + 9:j]
-                if not uniq:
-                    tail, tcode, key = _batch_entry_slow(props, tail, new_uniq)
+                key = (uniq,)
+                tags = get_property(props, P_TAGS)
+                if tags is None:
+                    tcode = 0
                 else:
-                    key = (uniq,)
-                    if t < 0:
-                        tcode = 0
-                    else:
-                        j = props.find("\x02", t + 5)
-                        tags = props[t + 5:] if j < 0 else props[t + 5:j]
-                        tcode = codes.get(tags)  # type: ignore[assignment]
-                        if tcode is None:
-                            tcode = tags_code(tags)
-                            if len(codes) < 4096:
-                                codes[tags] = tcode
+                    tcode = codes.get(tags)  # type: ignore[assignment]
+                    if tcode is None:
+                        tcode = tags_code(tags)
+                        if len(codes) < 4096:
+                            codes[tags] = tcode
             add_flag(flag)
             add_body(data[b0:b1])
             add_tail(tail)
@@ -210,5 +200,5 @@ def _batch_entry_slow(props: str, tail: bytes, new_uniq: Callable[[], str]
         # Past 32 KB the length does not fit its short: the store refuses the tail by its size.
         tail = (_SHORT.pack(len(raw)) if len(raw) <= MAX_PROPERTIES_LENGTH else b"\xff\xff") + raw
     tags = get_property(props, P_TAGS)
-    keys = (uniq,) if "KEYS\x01" not in props else index_keys(uniq, get_property(props, P_KEYS))
+    keys = (uniq,) if P_KEYS not in props else index_keys(uniq, get_property(props, P_KEYS))
     return tail, tags_code(tags), keys
