@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 from rocketq.admin._base import AdminBase, jbool
-from rocketq.admin.fastjson import ObjectKey, loads
 from rocketq.admin.models import ConsumerConnection, ConsumeStatsList, ProducerConnection, QueueProgress
 from rocketq.codec.bodies import (
     ConsumeStats,
@@ -17,7 +16,9 @@ from rocketq.codec.bodies import (
     SubscriptionGroupWrapper,
     TopicList,
 )
+from rocketq.codec.bodies.admin import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.fastjson import ObjectKey, loads
 from rocketq.codec.headers import UpdateConsumerOffsetRequestHeader
 from rocketq.errors import MQBrokerError, ProtocolError, ServerError, TopicNotExist
 
@@ -43,23 +44,6 @@ SYSTEM_GROUPS = frozenset(
         "DEFAULT_CONSUMER",
     }
 )
-
-
-def mq_table(obj: Any, what: str) -> dict[MessageQueue, Any]:
-    """A fastjson ``Map<MessageQueue, V>`` read by :func:`fastjson.loads` -> {MessageQueue: V}."""
-    if not isinstance(obj, dict):
-        raise ProtocolError(f"{what}: expected an object")
-    out = {}
-    for key, value in obj.items():
-        raw = key.value if isinstance(key, ObjectKey) else loads(key)
-        out[MessageQueue.from_obj(raw, what)] = value
-    return out
-
-
-def _consume_stats(obj: Any) -> ConsumeStats:
-    raw = mq_table(obj.get("offsetTable") or {}, "offsetTable")
-    table = {mq: OffsetWrapper.from_obj(v) for mq, v in raw.items()}
-    return ConsumeStats(table, float(obj.get("consumeTps") or 0.0))
 
 
 class GroupAdmin(AdminBase):
@@ -117,7 +101,7 @@ class GroupAdmin(AdminBase):
             if topic:
                 ext["topic"] = topic
             response = await self._call(addr, RequestCode.GET_CONSUME_STATS, ext)
-            stats = _consume_stats(loads(self._json(response, "GET_CONSUME_STATS")))
+            stats = ConsumeStats.from_json(self._json(response, "GET_CONSUME_STATS"))
             table.update(stats.offset_table)
             tps += stats.consume_tps
         return ConsumeStats(dict(sorted(table.items())), tps)
@@ -137,7 +121,7 @@ class GroupAdmin(AdminBase):
         groups: dict[str, tuple[ConsumeStats, ...]] = {}
         for entry in obj.get("consumeStatsList") or ():
             for group, stats in entry.items():
-                groups[str(group)] = tuple(_consume_stats(s) for s in stats or ())
+                groups[str(group)] = tuple(ConsumeStats.from_obj(s) for s in stats or ())
         return ConsumeStatsList(str(obj.get("brokerAddr") or addr), groups, int(obj.get("totalDiff") or 0))
 
     # -- connections and running info -------------------------------------------------------------------
@@ -259,7 +243,7 @@ class GroupAdmin(AdminBase):
     ) -> dict[MessageQueue, int]:
         ext = {"consumerGroup": group, "topic": topic}
         response = await self._call(addr, RequestCode.GET_CONSUME_STATS, ext)
-        stats = _consume_stats(loads(self._json(response, "GET_CONSUME_STATS")))
+        stats = ConsumeStats.from_json(self._json(response, "GET_CONSUME_STATS"))
         out = {}
         for mq, wrapper in stats.offset_table.items():
             if timestamp < 0:

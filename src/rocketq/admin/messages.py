@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from rocketq.admin._base import AdminBase
-from rocketq.admin.fastjson import loads
 from rocketq.admin.models import QueryConsumeQueueResult, SendRT
 from rocketq.client.api import PULL_SYS_FLAG_SUBSCRIPTION
 from rocketq.client.message import Message, MessageExt, MessageQueue, PullResult, SendResult
 from rocketq.client.producer.producer import Producer
 from rocketq.codec.codes import RequestCode
+from rocketq.codec.fastjson import loads
 from rocketq.codec.headers import PullMessageRequestHeader, QueryMessageRequestHeader
 from rocketq.codec.message import decode_offset_msg_id
 from rocketq.errors import (

@@ -14,12 +14,12 @@ import orjson
 import pytest
 from tests.wire import create_topic, heartbeat, in_process_cluster, invoke, send_message
 
-from rocketq.admin.fastjson import loads
-from rocketq.admin.groups import mq_table
 from rocketq.broker.processors import admin_group
 from rocketq.codec.bodies import MessageQueue, SubscriptionGroupConfig
+from rocketq.codec.bodies.admin import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
+from rocketq.codec.fastjson import loads
 from rocketq.codec.message import decode_message
 from rocketq.remoting import RemotingClient
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Self, TypeVar
+from typing import Annotated, Any, Self, TypeVar
 
 import orjson
 
+from rocketq.codec import fastjson
 from rocketq.errors import ProtocolError
 
 __all__ = ["JavaEnum", "JsonBody", "Key", "body", "loads_lenient"]
@@ -55,29 +55,10 @@ class JavaEnum(enum.Enum):
         raise ProtocolError(f"{value!r} is not a {cls.__name__}")
 
 
-# fastjson's default output for Map<Integer|Long, ?> has bare numbers as keys: {0:"addr"}.
-_TOKEN: Final = re.compile(r'"(?:[^"\\]|\\.)*"|([{,]\s*)(-?\d+)(\s*:)')
-
-
-def _quote_numeric_keys(text: str) -> str:
-    def fix(m: re.Match[str]) -> str:
-        if m.group(2) is None:
-            return m.group(0)  # a string literal: leave it alone
-        return f'{m.group(1)}"{m.group(2)}"{m.group(3)}'
-
-    return _TOKEN.sub(fix, text)
-
-
 def loads_lenient(data: bytes | bytearray | memoryview | str) -> Any:
-    """orjson.loads, retried with fastjson's bare integer keys quoted; ``ProtocolError`` if neither."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as first:
-        try:
-            text = data if isinstance(data, str) else bytes(data).decode()
-            return orjson.loads(_quote_numeric_keys(text))
-        except (UnicodeDecodeError, orjson.JSONDecodeError):
-            raise ProtocolError(f"bad JSON body: {first}") from None
+    """JSON, or fastjson's with bare integer map keys (``{0:"addr"}``, read as ``{"0": "addr"}``);
+    ``ProtocolError`` on anything else."""
+    return fastjson.loads(data, number_keys_as_text=True)
 
 
 # -- scalar codecs ------------------------------------------------------------------------------------

@@ -3,28 +3,23 @@ ConsumeStats (GET_CONSUME_STATS).
 
 fastjson writes a ``Map<MessageQueue, V>`` with the queue *object* as the key
 (``{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:{...}}}``), which is not JSON;
-Java's mqadmin reads exactly that, so these bodies write it, and read it back with a small
-scanner instead of a JSON parser.
+Java's mqadmin reads exactly that, so these bodies write it, and read it with `codec.fastjson`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
-from typing import Any, Final, Self
+from typing import Any, Self
 
 import orjson
 
-from rocketq.codec.bodies._schema import JsonBody, body, loads_lenient
+from rocketq.codec import fastjson
+from rocketq.codec.bodies._schema import JsonBody, body
 from rocketq.codec.bodies.client import MessageQueue
 from rocketq.errors import ProtocolError
 
-__all__ = ["ConsumeStats", "OffsetWrapper", "TopicOffset", "TopicStatsTable"]
-
-# {queue object}:{value object}; neither side nests objects, and queue/topic names cannot hold braces.
-_ENTRY: Final = re.compile(rb"(\{[^{}]*\})\s*:\s*(\{[^{}]*\})")
-_TABLE: Final = re.compile(rb'"offsetTable"\s*:\s*\{')
+__all__ = ["ConsumeStats", "OffsetWrapper", "TopicOffset", "TopicStatsTable", "mq_table"]
 
 
 @body
@@ -49,28 +44,27 @@ def _write(table: Mapping[MessageQueue, JsonBody], extra: dict[str, float]) -> b
     return b"{" + b",".join(sorted(members)) + b"}"
 
 
-def _read(
-    data: bytes | bytearray | memoryview | str, value_cls: type[JsonBody]
-) -> tuple[dict[Any, Any], Any]:
-    raw = data.encode() if isinstance(data, str) else bytes(data)
-    table: dict[Any, Any] = {}
-    rest = raw
-    start = _TABLE.search(raw)
-    if start is not None:
-        pos = start.end()
-        while True:
-            while pos < len(raw) and raw[pos : pos + 1] in b" \t\r\n,":
-                pos += 1
-            if raw[pos : pos + 1] == b"}":
-                pos += 1
-                break
-            entry = _ENTRY.match(raw, pos)
-            if entry is None:
-                raise ProtocolError("offsetTable entry is not {queue}:{value}")
-            table[MessageQueue.from_json(entry.group(1))] = value_cls.from_json(entry.group(2))
-            pos = entry.end()
-        rest = raw[: start.start()] + b'"offsetTable":{}' + raw[pos:]
-    return table, loads_lenient(rest)
+def mq_table(obj: Any, what: str) -> dict[MessageQueue, Any]:
+    """A fastjson ``Map<MessageQueue, V>`` as `fastjson.loads` reads it -> {MessageQueue: V}."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object")
+    out = {}
+    for key, value in obj.items():
+        raw = key.value if isinstance(key, fastjson.ObjectKey) else fastjson.loads(key)
+        out[MessageQueue.from_obj(raw, what)] = value
+    return out
+
+
+def _read(obj: Any, where: str, value_cls: type[JsonBody], number: str) -> tuple[dict[Any, Any], float]:
+    """(offsetTable, the one number member) of a parsed stats body."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{where}: expected an object, got {type(obj).__name__}")
+    raw = mq_table(obj.get("offsetTable") or {}, f"{where}.offsetTable")
+    table = {mq: value_cls.from_obj(v, f"{where}.offsetTable") for mq, v in raw.items()}
+    tps = obj.get(number, 0.0)
+    if not isinstance(tps, int | float) or isinstance(tps, bool):
+        raise ProtocolError(f"{where}: {number} is not a number")
+    return table, float(tps)
 
 
 @body
@@ -82,12 +76,12 @@ class TopicStatsTable(JsonBody):
         return _write(self.offset_table, {"topicPutTps": self.topic_put_tps})
 
     @classmethod
+    def from_obj(cls, obj: Any, where: str | None = None) -> Self:
+        return cls(*_read(obj, where or cls.__name__, TopicOffset, "topicPutTps"))
+
+    @classmethod
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        table, obj = _read(data, TopicOffset)
-        tps = obj.get("topicPutTps", 0.0) if isinstance(obj, dict) else 0.0
-        if not isinstance(tps, int | float) or isinstance(tps, bool):
-            raise ProtocolError("topicPutTps is not a number")
-        return cls(table, float(tps))
+        return cls.from_obj(fastjson.loads(data))
 
 
 @body
@@ -99,12 +93,12 @@ class ConsumeStats(JsonBody):
         return _write(self.offset_table, {"consumeTps": self.consume_tps})
 
     @classmethod
+    def from_obj(cls, obj: Any, where: str | None = None) -> Self:
+        return cls(*_read(obj, where or cls.__name__, OffsetWrapper, "consumeTps"))
+
+    @classmethod
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        table, obj = _read(data, OffsetWrapper)
-        tps = obj.get("consumeTps", 0.0) if isinstance(obj, dict) else 0.0
-        if not isinstance(tps, int | float) or isinstance(tps, bool):
-            raise ProtocolError("consumeTps is not a number")
-        return cls(table, float(tps))
+        return cls.from_obj(fastjson.loads(data))
 
     @property
     def total_diff(self) -> int:

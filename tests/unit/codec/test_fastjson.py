@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.admin.fastjson import ObjectKey, loads
-from rocketq.admin.groups import mq_table
 from rocketq.codec.bodies import MessageQueue
+from rocketq.codec.bodies.admin import mq_table
+from rocketq.codec.fastjson import ObjectKey, loads
 from rocketq.errors import ProtocolError
 
 
@@ -62,3 +62,17 @@ def test_garbage_only_ever_raises_protocol_error(data: bytes) -> None:
         loads(data)
     except ProtocolError:
         pass
+
+
+def test_escaped_backslashes_and_quotes_inside_the_superset() -> None:
+    # not JSON (bare keys), so the reader itself has to find where each string ends
+    obj = loads(rb'{0:"x\\",1:"q\"r\\\"",2:["\\\\"]}')
+    assert {k.value: v for k, v in obj.items()} == {0: "x\\", 1: 'q"r\\"', 2: ["\\\\"]}
+
+
+def test_number_keys_as_text_for_bodies_with_string_or_int_keys() -> None:
+    raw = b'{"brokerAddrs":{0:"a:1", -1 :"b:2"},{"x":1}:3}'
+    obj = loads(raw, number_keys_as_text=True)
+    assert obj["brokerAddrs"] == {"0": "a:1", "-1": "b:2"}
+    (key,) = [k for k in obj if isinstance(k, ObjectKey)]  # objects stay keys of their own
+    assert key.value == {"x": 1} and obj[key] == 3

@@ -1,13 +1,16 @@
-"""Read the JSON dialect Java brokers answer admin requests in.
+"""Java's fastjson dialect: the one reader of the JSON superset Java peers write.
 
 fastjson writes a ``Map<MessageQueue, V>`` with the queue *object* as the key
-(``{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:12}}``) and a ``Map<Long, V>`` with bare
-numbers as keys (``{0:"addr"}``). Neither is JSON, and both sit inside ordinary JSON in bodies such as
-ResetOffsetBody, ConsumeStatsList or ConsumeStats. :func:`loads` reads that superset: it is JSON plus
-object, array and number keys. A non-string key comes back as :class:`ObjectKey` (hashable, holding
-the parsed key), so callers turn it into the value type they expect (e.g. a MessageQueue).
+(``{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:12}}``) and a ``Map<Integer|Long, V>``
+with bare numbers as keys (``{0:"addr"}``). Neither is JSON, and both sit inside ordinary JSON: route
+data, ResetOffsetBody, TopicStatsTable, ConsumeStats(List). :func:`loads` reads that superset: JSON
+plus object, array and number keys. A non-string key comes back as :class:`ObjectKey` (hashable,
+holding the parsed key), so callers turn it into the value type they expect (e.g. a MessageQueue);
+with ``number_keys_as_text`` a bare number key comes back as its text instead, which is what a
+body whose map keys are declared as strings or ints expects (``{0:"a"}`` reads as ``{"0": "a"}``).
 
-Admin bodies are small: this is a plain recursive-descent reader, written for clarity not speed.
+Plain JSON, the common case, goes straight to orjson. The superset is read by a small
+recursive-descent reader: bodies that need it are small. Anything else raises ``ProtocolError``.
 """
 
 from __future__ import annotations
@@ -37,14 +40,15 @@ class ObjectKey:
 
 
 class _Reader:
-    __slots__ = ("data", "pos")
+    __slots__ = ("data", "number_keys_as_text", "pos")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, number_keys_as_text: bool) -> None:
         self.data = data
         self.pos = 0
+        self.number_keys_as_text = number_keys_as_text
 
     def fail(self, what: str) -> ProtocolError:
-        return ProtocolError(f"bad admin body at byte {self.pos}: {what}")
+        return ProtocolError(f"bad JSON body at byte {self.pos}: {what}")
 
     def skip_ws(self) -> None:
         data, pos = self.data, self.pos
@@ -87,17 +91,16 @@ class _Reader:
     def string(self) -> str:
         data = self.data
         start = self.pos
-        pos = start + 1
+        pos = data.find(b'"', start + 1)
         while True:
-            if pos >= len(data):
+            if pos < 0:
                 raise self.fail("unterminated string")
-            c = data[pos]
-            if c == 0x5C:  # backslash: skip the escaped character
-                pos += 2
-                continue
-            if c == 0x22:
+            escapes = 0  # an odd run of backslashes before the quote escapes it
+            while data[pos - 1 - escapes] == 0x5C:
+                escapes += 1
+            if not escapes % 2:
                 break
-            pos += 1
+            pos = data.find(b'"', pos + 1)
         self.pos = pos + 1
         try:
             text: str = orjson.loads(data[start : pos + 1])
@@ -110,7 +113,9 @@ class _Reader:
         if c == ord('"'):
             return self.string()
         start = self.pos
-        self.value()
+        value = self.value()
+        if self.number_keys_as_text and type(value) is int:
+            return self.data[start : self.pos].decode()
         return ObjectKey(self.data[start : self.pos])
 
     def obj(self) -> dict[Any, Any]:
@@ -146,14 +151,14 @@ class _Reader:
                 raise self.fail("expected ',' or ']'")
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
+def loads(data: bytes | bytearray | memoryview | str, *, number_keys_as_text: bool = False) -> Any:
     """Parse JSON or fastjson's non-string-key superset; ``ProtocolError`` on anything else."""
-    raw = data.encode() if isinstance(data, str) else bytes(data)
     try:
-        return orjson.loads(raw)  # the common case: it is plain JSON after all
+        return orjson.loads(data)  # the common case: it is plain JSON after all
     except orjson.JSONDecodeError:
         pass
-    reader = _Reader(raw)
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    reader = _Reader(raw, number_keys_as_text)
     out = reader.value()
     reader.skip_ws()
     if reader.pos != len(raw):
