@@ -3,8 +3,9 @@ single-key lookups, in bulk.
 
 RocketMQ's rule (MessageDecoder.string2messageProperties): a string is cut at every \\x02 (the
 last one is optional); a segment counts only when its first \\x01 is neither its first nor its
-last character; a later duplicate key replaces an earlier one. The codec's ``decode_properties``
-follows the same rule, and so does this module: the map column never holds a key twice.
+last character; a later duplicate key replaces an earlier one. That rule is defined in
+``codec/properties.py``; this module is its column-at-a-time form (tests/spark/test_decode.py
+holds the two to the same answers), and the map column never holds a key twice.
 
 Almost every properties string is well formed — separators alternate \\x01, \\x02 and every
 string ends with \\x02 — so the separators are found in one vectorised pass and paired

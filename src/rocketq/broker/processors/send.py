@@ -569,7 +569,7 @@ class SendMessageProcessor:
         text = encode_properties(props)
         tcode = tags_code(props.get("TAGS"))
         if delay_level > 0:
-            text = text + f"DELAY\x01{delay_level}\x02"
+            text = append_properties(text, ("DELAY", str(delay_level)))
             topic, queue_id, text, tcode = self._delay(topic, queue_id, text, str(delay_level))
         put = MessageToStore(
             topic, queue_id, msg.body, msg.flag, text, tcode, index_keys(uniq, props.get("KEYS")),
