@@ -16,7 +16,7 @@ from rocketq.codec.bodies import (
     SubscriptionGroupWrapper,
     TopicList,
 )
-from rocketq.codec.bodies.admin import mq_table
+from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.fastjson import ObjectKey, loads
 from rocketq.codec.headers import UpdateConsumerOffsetRequestHeader

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
+
+from rocketq.codec.bodies import loads_lenient
+from rocketq.errors import ProtocolError
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -22,10 +24,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketq.broker.offset")
 
 TOPIC_GROUP_SEPARATOR = "@"
-
-# fastjson writes Map<Integer, Long> keys bare; topic/group names cannot hold `{` or `,`, so a bare
-# number right after one of them is always a map key.
-_BARE_INT_KEY = re.compile(rb"([{,]\s*)(-?\d+)(\s*:)")
 
 
 def write_config_file(path: Path, data: bytes) -> None:
@@ -62,17 +60,12 @@ def read_config_file(path: Path) -> list[tuple[Path, bytes]]:
     return out
 
 
-def loads_lenient(data: bytes) -> Any:
-    """Parse JSON, also accepting fastjson's unquoted integer map keys."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return orjson.loads(_BARE_INT_KEY.sub(rb'\1"\2"\3', data))
-
-
 def decode_offset_table(data: bytes) -> dict[str, dict[int, int]]:
     """The offsetTable of a consumerOffset.json document; ValueError on anything malformed."""
-    doc = loads_lenient(data)
+    try:
+        doc = loads_lenient(data)
+    except ProtocolError as exc:
+        raise ValueError(str(exc)) from None
     if not isinstance(doc, dict):
         raise ValueError("consumer offset document is not a JSON object")
     raw = doc.get("offsetTable")

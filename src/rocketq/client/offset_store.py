@@ -17,14 +17,13 @@ import asyncio
 import enum
 import logging
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from rocketq.codec import fastjson
 from rocketq.codec.bodies import MessageQueue
+from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
 from rocketq.errors import BrokerNotFound
@@ -202,11 +201,6 @@ def default_local_offset_store_dir() -> str:
     return os.environ.get("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR") or str(Path.home() / ".rocketmq_offsets")
 
 
-# fastjson writes Map<MessageQueue, AtomicLong> with the queue objects themselves as keys:
-# {"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:5}}. Quote such keys to read it.
-_OBJECT_KEY = re.compile(r"([{,]\s*)(\{[^{}]*\})(\s*:)")
-
-
 def encode_offset_file(table: Mapping[MessageQueue, int]) -> bytes:
     """``OffsetSerializeWrapper`` the way a Java client writes it (queue objects as map keys)."""
     items = ",".join(
@@ -216,17 +210,13 @@ def encode_offset_file(table: Mapping[MessageQueue, int]) -> bytes:
 
 
 def decode_offset_file(data: bytes | str) -> dict[MessageQueue, int]:
-    """Read what ``encode_offset_file`` (or a Java client) wrote; ValueError if it is not that."""
-    text = data.decode() if isinstance(data, bytes) else data
-    quoted = _OBJECT_KEY.sub(lambda m: f"{m.group(1)}{orjson.dumps(m.group(2)).decode()}{m.group(3)}", text)
+    """Read what ``encode_offset_file`` (or a Java client) wrote; ValueError if it is not that.
+
+    fastjson writes Map<MessageQueue, AtomicLong> with the queue objects themselves as keys:
+    ``{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:5}}``."""
     try:
-        obj = orjson.loads(quoted)
-        table = obj.get("offsetTable") or {}
-        out: dict[MessageQueue, int] = {}
-        for key, value in table.items():
-            mq = MessageQueue.from_json(key)
-            out[mq] = int(value)
-        return out
+        table = mq_table(fastjson.loads(data).get("offsetTable") or {}, "offsetTable")
+        return {mq: int(value) for mq, value in table.items()}
     except Exception as e:
         raise ValueError(f"bad offsets file: {e}") from None
 

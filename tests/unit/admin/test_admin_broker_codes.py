@@ -16,7 +16,7 @@ from tests.wire import create_topic, heartbeat, in_process_cluster, invoke, send
 
 from rocketq.broker.processors import admin_group
 from rocketq.codec.bodies import MessageQueue, SubscriptionGroupConfig
-from rocketq.codec.bodies.admin import mq_table
+from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.fastjson import loads

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.codec.bodies import MessageQueue
-from rocketq.codec.bodies.admin import mq_table
+from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.fastjson import ObjectKey, loads
 from rocketq.errors import ProtocolError
 

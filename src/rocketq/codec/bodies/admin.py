@@ -16,10 +16,10 @@ import orjson
 
 from rocketq.codec import fastjson
 from rocketq.codec.bodies._schema import JsonBody, body
-from rocketq.codec.bodies.client import MessageQueue
+from rocketq.codec.bodies.client import MessageQueue, mq_table
 from rocketq.errors import ProtocolError
 
-__all__ = ["ConsumeStats", "OffsetWrapper", "TopicOffset", "TopicStatsTable", "mq_table"]
+__all__ = ["ConsumeStats", "OffsetWrapper", "TopicOffset", "TopicStatsTable"]
 
 
 @body
@@ -42,17 +42,6 @@ def _write(table: Mapping[MessageQueue, JsonBody], extra: dict[str, float]) -> b
     members = [b'"offsetTable":{' + entries + b"}"]
     members.extend(orjson.dumps(key) + b":" + orjson.dumps(float(value)) for key, value in extra.items())
     return b"{" + b",".join(sorted(members)) + b"}"
-
-
-def mq_table(obj: Any, what: str) -> dict[MessageQueue, Any]:
-    """A fastjson ``Map<MessageQueue, V>`` as `fastjson.loads` reads it -> {MessageQueue: V}."""
-    if not isinstance(obj, dict):
-        raise ProtocolError(f"{what}: expected an object")
-    out = {}
-    for key, value in obj.items():
-        raw = key.value if isinstance(key, fastjson.ObjectKey) else fastjson.loads(key)
-        out[MessageQueue.from_obj(raw, what)] = value
-    return out
 
 
 def _read(obj: Any, where: str, value_cls: type[JsonBody], number: str) -> tuple[dict[Any, Any], float]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
+from rocketq.codec import fastjson
 from rocketq.codec.bodies._schema import JavaEnum, JsonBody, Key, body
 from rocketq.codec.bodies.topic import DataVersion
+from rocketq.errors import ProtocolError
 
 __all__ = [
     "ConsumeFromWhere",
@@ -25,6 +27,7 @@ __all__ = [
     "SubscriptionGroupConfig",
     "SubscriptionGroupWrapper",
     "UnlockBatchRequestBody",
+    "mq_table",
 ]
 
 SUB_ALL = "*"
@@ -62,6 +65,17 @@ class MessageQueue(JsonBody):
     def __str__(self) -> str:
         # Java's toString: the consistent-hash allocation strategy hashes exactly this text.
         return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
+
+
+def mq_table(obj: Any, what: str) -> dict[MessageQueue, Any]:
+    """A fastjson ``Map<MessageQueue, V>`` as `fastjson.loads` reads it -> {MessageQueue: V}."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object")
+    out = {}
+    for key, value in obj.items():
+        raw = key.value if isinstance(key, fastjson.ObjectKey) else fastjson.loads(key)
+        out[MessageQueue.from_obj(raw, what)] = value
+    return out
 
 
 @body
