@@ -1,8 +1,9 @@
-"""The stored message layout: commit-log records, properties, batch bodies and message ids.
+"""Stored messages as values: commit-log records <-> MessageExt, batch bodies and message ids.
 
-Sans-I/O: bytes in, values out. The record layout is RocketMQ's (PROTOCOL.md §3.1-3.5), so what
-the store writes is exactly what PULL/QUERY/VIEW answers carry and what every client decodes.
-Anything malformed raises `rocketq.errors.ProtocolError` and nothing else.
+Sans-I/O: bytes in, values out. The record layout is RocketMQ's (PROTOCOL.md §3.1-3.5), defined
+once in `record.py`; the properties text in `properties.py`. What the store writes is exactly
+what PULL/QUERY/VIEW answers carry and what every client decodes. Anything malformed raises
+`rocketq.errors.ProtocolError` and nothing else.
 """
 
 from __future__ import annotations
