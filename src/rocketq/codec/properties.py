@@ -1,4 +1,5 @@
-"""Message properties (PROTOCOL.md §3.3): the one definition of their text form and its rule.
+"""Message properties (PROTOCOL.md §3.3): their names (`MessageConst`), and the one definition of
+their text form and its rule.
 
 A properties string is ``name \\x01 value \\x02`` per entry. RocketMQ's reader
 (MessageDecoder.string2messageProperties) cuts it at every \\x02 (the last one is optional: Java
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_PROPERTIES_LENGTH",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
+    "MessageConst",
     "SearchableBytes",
     "append_encoded",
     "append_properties",
@@ -38,6 +40,7 @@ MAX_PROPERTIES_LENGTH: Final = 32767  # stored behind a signed short
 _SEP_STR: Final = PROPERTY_SEPARATOR
 _SEP_BYTES: Final = PROPERTY_SEPARATOR.encode()
 
+
 class SearchableBytes(Protocol):
     """bytes, or a mapped segment (mmap), which the codec does not import: it stays sans-I/O."""
 
@@ -45,6 +48,74 @@ class SearchableBytes(Protocol):
     def find(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
     def rfind(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
     def __getitem__(self, index: slice, /) -> bytes: ...
+
+
+class MessageConst:
+    """Property keys (MessageConst.java); users know these names."""
+
+    PROPERTY_KEYS: Final = "KEYS"
+    PROPERTY_TAGS: Final = "TAGS"
+    PROPERTY_WAIT_STORE_MSG_OK: Final = "WAIT"
+    PROPERTY_DELAY_TIME_LEVEL: Final = "DELAY"
+    PROPERTY_RETRY_TOPIC: Final = "RETRY_TOPIC"
+    PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
+    PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
+    PROPERTY_TRANSACTION_PREPARED: Final = "TRAN_MSG"
+    PROPERTY_PRODUCER_GROUP: Final = "PGROUP"
+    PROPERTY_MIN_OFFSET: Final = "MIN_OFFSET"
+    PROPERTY_MAX_OFFSET: Final = "MAX_OFFSET"
+    PROPERTY_BUYER_ID: Final = "BUYER_ID"
+    PROPERTY_ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+    PROPERTY_TRANSFER_FLAG: Final = "TRANSFER_FLAG"
+    PROPERTY_CORRECTION_FLAG: Final = "CORRECTION_FLAG"
+    PROPERTY_MQ2_FLAG: Final = "MQ2_FLAG"
+    PROPERTY_RECONSUME_TIME: Final = "RECONSUME_TIME"
+    PROPERTY_MSG_REGION: Final = "MSG_REGION"
+    PROPERTY_TRACE_SWITCH: Final = "TRACE_ON"
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: Final = "UNIQ_KEY"
+    PROPERTY_EXTEND_UNIQ_INFO: Final = "EXTEND_UNIQ_INFO"
+    PROPERTY_MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    PROPERTY_CONSUME_START_TIMESTAMP: Final = "CONSUME_START_TIME"
+    PROPERTY_INNER_NUM: Final = "INNER_NUM"
+    PROPERTY_INNER_BASE: Final = "INNER_BASE"
+    DUP_INFO: Final = "DUP_INFO"
+    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
+    PROPERTY_TRANSACTION_ID: Final = "__transactionId__"
+    PROPERTY_TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+    PROPERTY_INSTANCE_ID: Final = "INSTANCE_ID"
+    PROPERTY_CORRELATION_ID: Final = "CORRELATION_ID"
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT: Final = "REPLY_TO_CLIENT"
+    PROPERTY_MESSAGE_TTL: Final = "TTL"
+    PROPERTY_REPLY_MESSAGE_ARRIVE_TIME: Final = "ARRIVE_TIME"
+    PROPERTY_PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
+    PROPERTY_CLUSTER: Final = "CLUSTER"
+    PROPERTY_MESSAGE_TYPE: Final = "MSG_TYPE"
+    PROPERTY_POP_CK: Final = "POP_CK"
+    PROPERTY_POP_CK_OFFSET: Final = "POP_CK_OFFSET"
+    PROPERTY_FIRST_POP_TIME: Final = "1ST_POP_TIME"
+    PROPERTY_SHARDING_KEY: Final = "__SHARDINGKEY"
+    PROPERTY_FORWARD_QUEUE_ID: Final = "PROPERTY_FORWARD_QUEUE_ID"
+    PROPERTY_REDIRECT: Final = "REDIRECT"
+    PROPERTY_INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
+    PROPERTY_TRACE_CONTEXT: Final = "TRACE_CONTEXT"
+    PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+    PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+    PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+    PROPERTY_TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
+    PROPERTY_TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
+    PROPERTY_TIMER_ROLL_TIMES: Final = "TIMER_ROLL_TIMES"
+    PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+    PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
+    PROPERTY_TIMER_DELAY_LEVEL: Final = "TIMER_DELAY_LEVEL"
+    PROPERTY_BORN_HOST: Final = "__BORNHOST"
+    PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
+    PROPERTY_CRC32: Final = "__CRC32#"
+    PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
+    PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
+    PROPERTY_TRANSIENT_PREFIX: Final = "__RMQ.TRANSIENT."
+    KEY_SEPARATOR: Final = " "
 
 
 def encode_properties(properties: Mapping[str, str | None]) -> str:
