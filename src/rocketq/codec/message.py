@@ -412,6 +412,7 @@ def decode_messages(buf: bytes | bytearray | memoryview, extra_properties: str =
     out: list[MessageExt] = []
     append = out.append
     unpack = FIXED_V4.unpack_from
+    fixed_len = BODY_AT_V4  # a local: read once per record
     hosts = _HOSTS
     new = object.__new__
     slots_cls, msg_cls = _MessageExtSlots, MessageExt
@@ -426,7 +427,7 @@ def decode_messages(buf: bytes | bytearray | memoryview, extra_properties: str =
             (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_raw, store_ts,
              store_raw, reconsume, prepared, body_len) = unpack(data, pos)  # fmt: skip
             rec_end = pos + size
-            p = pos + BODY_AT_V4
+            p = pos + fixed_len
             body_end = p + body_len
             if (
                 magic != MAGIC_V1
