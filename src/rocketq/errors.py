@@ -44,6 +44,20 @@ class ConfigError(RocketQError):
     code = ResponseCode.INVALID_PARAMETER
 
 
+class RestartRequired(ConfigError):
+    """A runtime update of a key that only takes effect at start (or that rocketq does not honour).
+
+    NO_PERMISSION, as RocketMQ answers a key of its configBlackList: the key exists, but this
+    request may not change it."""
+
+    code = ResponseCode.NO_PERMISSION
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"config key '{key}' {reason}")
+        self.key = key
+        self.reason = reason
+
+
 class RemotingError(RocketQError):
     """Transport failure: connect, send or timeout (client side)."""
 

@@ -201,8 +201,9 @@ def start_cluster(
     ``broker_config`` / ``store_config`` take BrokerConfig / MessageStoreConfig field names
     (snake_case), e.g. ``broker_config={"auto_create_topic_enable": False}``.
     """
+    from rocketq.broker.config import BrokerConfig
     from rocketq.broker.controller import BrokerController
-    from rocketq.config import BrokerConfig, NamesrvConfig
+    from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.server import NamesrvController
     from rocketq.remoting.config import RemotingServerConfig
     from rocketq.store.config import MessageStoreConfig

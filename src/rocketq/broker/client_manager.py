@@ -175,7 +175,7 @@ class ConsumerManager:
 
     @property
     def channel_expired_timeout(self) -> int:
-        return int(getattr(self._ctl.broker_config, "channel_expired_timeout", 120_000))
+        return self._ctl.broker_config.channel_expired_timeout
 
     def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
         return self.consumer_table.get(group)
@@ -253,7 +253,7 @@ class ConsumerManager:
 
     def notify_consumer_ids_changed(self, group: str, channels: Iterable[Channel]) -> None:
         """One-way NOTIFY_CONSUMER_IDS_CHANGED to each channel (Broker2Client.notifyConsumerIdsChanged)."""
-        if not getattr(self._ctl.broker_config, "notify_consumer_ids_changed_enable", True):
+        if not self._ctl.broker_config.notify_consumer_ids_changed_enable:
             return
         from rocketq.codec.command import RemotingCommand
 
@@ -279,7 +279,7 @@ class ProducerManager:
 
     @property
     def channel_expired_timeout(self) -> int:
-        return int(getattr(self._ctl.broker_config, "channel_expired_timeout", 120_000))
+        return self._ctl.broker_config.channel_expired_timeout
 
     def group_size(self) -> int:
         return len(self.group_channel_table)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from rocketq.broker.client_manager import ConsumerManager, ProducerManager
+from rocketq.broker.config import BrokerConfig
 from rocketq.broker.long_polling import PullRequestHoldService
 from rocketq.broker.offset_manager import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI
@@ -30,7 +31,7 @@ from rocketq.codec.bodies import DataVersion
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.message import UniqIdGenerator
-from rocketq.config import BrokerConfig, check_updatable, update_configs
+from rocketq.config import ConfigChange, RuntimeConfig, check_updatable
 from rocketq.errors import ConfigError, InvalidParameter, NoPermission
 from rocketq.remoting import RemotingServer
 from rocketq.remoting.config import RemotingServerConfig
@@ -111,6 +112,8 @@ class BrokerController:
         self.broker_config = broker_config
         self.store_config = store_config
         self.server_config = server_config
+        self.runtime_config = RuntimeConfig([broker_config, store_config, server_config],
+                                            self._apply_config_change)
         self.config_data_version = DataVersion()
         self.listen_port = server_config.listen_port
         self.vip_port = 0
@@ -360,29 +363,36 @@ class BrokerController:
     # -- admin support -------------------------------------------------------------------------
 
     def update_configs(self, updates: dict[str, str]) -> None:
-        """UPDATE_BROKER_CONFIG: all keys must be updatable (no path/command keys), all or nothing."""
-        classes = [type(c) for c in self.configs]
+        """UPDATE_BROKER_CONFIG: runtime-updatable keys only, all or nothing, applied through
+        :meth:`_apply_config_change`. Any other key (a path or command, restart-required, not
+        honoured, unknown) is a permission matter, as RocketMQ's configBlackList; a bad value is not."""
         for key in updates:
             try:
-                check_updatable(key, classes)
+                check_updatable(key, self.runtime_config.classes)
             except ConfigError as exc:
                 raise NoPermission(f"Can not update config: {exc}") from None
         try:
-            broker, store, server = update_configs(self.configs, updates)
+            self.runtime_config.update(updates, origin="UPDATE_BROKER_CONFIG")
         except ConfigError as exc:
             raise InvalidParameter(str(exc)) from None
-        # The store holds its config object: change it in place so the store sees new values.
-        for name in store.__dataclass_fields__:
-            setattr(self.store_config, name, getattr(store, name))
-        self.broker_config = broker
-        self.server_config = server
-        self.config_data_version = self.config_data_version.next_version()
+        log.info("broker config updated: %s", sorted(updates))
+
+    def _apply_config_change(self, change: ConfigChange) -> None:
+        """The one change listener: every runtime update enters the broker here. Components that
+        read ``broker_config`` / ``store_config`` at each use see the new objects; those that cache
+        a value (the store, the send processor) are handed it."""
+        self.broker_config = change.new(BrokerConfig)
+        self.store_config = change.new(MessageStoreConfig)
+        self.server_config = change.new(RemotingServerConfig)
+        if self.store is not None:
+            self.store.apply_config(self.store_config)
         send = self.processors.get("send")
         if send is not None:
             send.refresh_config()
-        log.info("broker config updated: %s", sorted(updates))
-        # brokerPermission (and the names) travel with the registration: re-register now.
-        self._on_topic_change()
+        self.config_data_version = self.config_data_version.next_version()
+        if change.touches(BrokerConfig):
+            # brokerPermission and namesrvAddr travel with the registration: re-register now.
+            self._on_topic_change()
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO: the KVTable keys `mqadmin clusterList/brokerStatus` read."""

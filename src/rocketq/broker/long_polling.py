@@ -210,8 +210,9 @@ class PullRequestHoldService:
     async def _check_loop(self) -> None:
         while not self._stopped:
             interval = CHECK_INTERVAL_LONG_POLLING
-            if not getattr(self._ctl.broker_config, "long_polling_enable", True):
-                interval = getattr(self._ctl.broker_config, "short_polling_time_mills", 1000) / 1000.0
+            bc = self._ctl.broker_config
+            if not bc.long_polling_enable:
+                interval = bc.short_polling_time_mills / 1000.0
             await asyncio.sleep(interval)
             try:
                 self.check_hold_request()

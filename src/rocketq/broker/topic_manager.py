@@ -258,9 +258,9 @@ class TopicConfigManager:
         if bc.auto_create_topic_enable:
             n = bc.default_topic_queue_nums
             entries.append(new_topic_config(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, rw | PERM_INHERIT))
-        cluster_perm = PERM_INHERIT | (rw if getattr(bc, "cluster_topic_enable", True) else 0)
+        cluster_perm = PERM_INHERIT | (rw if bc.cluster_topic_enable else 0)
         entries.append(new_topic_config(bc.broker_cluster_name, 16, 16, cluster_perm))
-        broker_perm = PERM_INHERIT | (rw if getattr(bc, "broker_topic_enable", True) else 0)
+        broker_perm = PERM_INHERIT | (rw if bc.broker_topic_enable else 0)
         entries.append(new_topic_config(bc.broker_name, 1, 1, broker_perm))
         entries.append(new_topic_config(RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1, rw))
         entries.append(new_topic_config(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_QUEUE_NUMS, SCHEDULE_QUEUE_NUMS, rw))

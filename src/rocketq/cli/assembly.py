@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rocketq.broker.config import BrokerConfig
 from rocketq.cli.errors import CliError
-from rocketq.config import BrokerConfig, ConfigSet, NamesrvConfig, Setting, load_configs
+from rocketq.config import ConfigSet, Setting, load_configs
+from rocketq.namesrv.config import NamesrvConfig
 
 Role = Literal["up", "namesrv", "broker"]
 

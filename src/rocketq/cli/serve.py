@@ -35,7 +35,8 @@ from rich.table import Table
 
 from rocketq.cli.assembly import DEFAULT_DATA_DIR, DEFAULT_HOST, ServeOptions, ServePlan, build_plan
 from rocketq.cli.errors import CliError
-from rocketq.config import dump_properties, rocketmq_key
+from rocketq.config import config_fields, dump_properties
+from rocketq.config.sources import NOT_HONOURED
 
 log = logging.getLogger("rocketq.cli")
 
@@ -180,20 +181,25 @@ def print_config(plan: ServePlan, out: TextIO) -> None:
         groups.append(("broker", [plan.broker, plan.store, plan.broker_server]))
     if not out.isatty():
         for title, objs in groups:
-            out.write(f"# {title}\n{dump_properties(objs)}")
+            out.write(f"# {title}\n{dump_properties(objs, annotate=True)}")
         out.flush()
         return
     console = Console(file=out)
     for title, objs in groups:
         origins = {
-            rocketmq_key(type(obj), f.name): plan.configs.origin(type(obj), f.name) or ""
+            f.key: plan.configs.origin(type(obj), f.name) or ""
             for obj in reversed(objs)
-            for f in dataclasses.fields(obj)
+            for f in config_fields(type(obj)).values()
         }
-        table = Table("key", "value", "set by", title=title, title_justify="left")
+        notes = {
+            f.key: f.update.value if f.honoured else f"{NOT_HONOURED} ({f.why})"
+            for obj in reversed(objs)
+            for f in config_fields(type(obj)).values()
+        }
+        table = Table("key", "value", "set by", "note", title=title, title_justify="left")
         for line in dump_properties(objs).splitlines():
             key, _, value = line.partition("=")
-            table.add_row(key, value, origins.get(key, ""))
+            table.add_row(key, value, origins.get(key, ""), notes.get(key, ""))
         console.print(table)
 
 

@@ -45,16 +45,18 @@ from rocketq.codec.headers import (
     WipeWritePermOfBrokerResponseHeader,
     header,
 )
-from rocketq.config import NamesrvConfig, check_updatable, dump_properties, parse_properties, update_configs
+from rocketq.config import check_updatable, dump_properties, parse_properties, update_configs
 from rocketq.errors import (
     ConfigError,
     InvalidParameter,
     NoPermission,
     ProtocolError,
     QueryNotFound,
+    RestartRequired,
     SystemError_,
     TopicNotExist,
 )
+from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 
 if TYPE_CHECKING:
@@ -399,6 +401,9 @@ def _check_key(key: str) -> None:
     """CVE-2023-37582: a key that names a path or command never changes over the wire."""
     try:
         check_updatable(key, (NamesrvConfig,))
+    except RestartRequired as e:
+        log.warning("updateConfig refused %s: %s", key, e)
+        raise NoPermission(f"Can not update config: {e}") from None
     except ConfigError as e:
         compact = "".join(ch for ch in key.rpartition(".")[2].lower() if ch.isalnum())
         known_field = compact in _NAMESRV_KEYS

@@ -19,7 +19,7 @@ import logging
 import time
 from typing import Any
 
-from rocketq.config import NamesrvConfig
+from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
 from rocketq.namesrv.processor import DefaultRequestProcessor
 from rocketq.namesrv.route_info import RouteInfoManager

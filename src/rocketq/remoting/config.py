@@ -1,36 +1,43 @@
 """Transport settings, named after RocketMQ's NettyServerConfig / NettyClientConfig keys
-(``listenPort`` -> ``listen_port``). Only the keys this transport honours are here."""
+(``listenPort`` -> ``listen_port``). Only the keys this transport honours are here; all of them are
+applied when a server binds or a connection opens, so none changes at runtime."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rocketq.config.fields import restart_required
+
 __all__ = ["RemotingClientConfig", "RemotingServerConfig"]
 
+_BIND = "applied when the server binds its socket"
+_CONNECT = "applied when a connection opens"
+_KEPT = "the server keeps the value it started with"
 
-@dataclass
+
+@dataclass(frozen=True, slots=True)
 class RemotingServerConfig:
     # RocketMQ binds 0.0.0.0; we default to loopback so nothing is exposed by accident.
     # Set bindAddress=0.0.0.0 to serve other hosts.
-    bind_address: str = "127.0.0.1"
-    listen_port: int = 10911
-    server_channel_max_idle_time_seconds: int = 120
-    server_socket_snd_buf_size: int = 0  # 0: the OS default
-    server_socket_rcv_buf_size: int = 0
-    server_socket_backlog: int = 1024
-    write_buffer_high_water_mark: int = 0  # 0: asyncio's default (64 KiB)
-    write_buffer_low_water_mark: int = 0
+    bind_address: str = restart_required("127.0.0.1", why=_BIND)
+    listen_port: int = restart_required(10911, why=_BIND)
+    server_channel_max_idle_time_seconds: int = restart_required(120, why=_CONNECT)
+    server_socket_snd_buf_size: int = restart_required(0, why=_CONNECT)  # 0: the OS default
+    server_socket_rcv_buf_size: int = restart_required(0, why=_CONNECT)
+    server_socket_backlog: int = restart_required(1024, why=_BIND)
+    write_buffer_high_water_mark: int = restart_required(0, why=_CONNECT)  # 0: asyncio's default (64 KiB)
+    write_buffer_low_water_mark: int = restart_required(0, why=_CONNECT)
     # Graceful stop waits up to this long for in-flight handlers when enabled; otherwise a short
     # fixed grace applies (RemotingServer.DEFAULT_SHUTDOWN_GRACE).
-    enable_shutdown_gracefully: bool = False
-    shutdown_wait_time_seconds: int = 30
+    enable_shutdown_gracefully: bool = restart_required(False, why=_KEPT)
+    shutdown_wait_time_seconds: int = restart_required(30, why=_KEPT)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class RemotingClientConfig:
-    connect_timeout_millis: int = 3000
-    client_channel_max_idle_time_seconds: int = 120
-    client_socket_snd_buf_size: int = 0
-    client_socket_rcv_buf_size: int = 0
-    write_buffer_high_water_mark: int = 0
-    write_buffer_low_water_mark: int = 0
+    connect_timeout_millis: int = restart_required(3000, why=_CONNECT)
+    client_channel_max_idle_time_seconds: int = restart_required(120, why=_CONNECT)
+    client_socket_snd_buf_size: int = restart_required(0, why=_CONNECT)
+    client_socket_rcv_buf_size: int = restart_required(0, why=_CONNECT)
+    write_buffer_high_water_mark: int = restart_required(0, why=_CONNECT)
+    write_buffer_low_water_mark: int = restart_required(0, why=_CONNECT)

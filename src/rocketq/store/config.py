@@ -1,56 +1,62 @@
 """MessageStoreConfig: the store's knobs, RocketMQ's names (snake_case) and RocketMQ's defaults.
 
-Only the keys the store honours are here; `from_properties` maps RocketMQ's camelCase keys and
-rejects unknown ones (config is data: a typo is an error, not silence).
+Only the keys the store honours are here. ``rocketq.config.load_configs`` fills it from properties,
+TOML, the environment and flags (a typo is an error, not silence).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
+from rocketq.config.fields import restart_required, runtime_updatable
 from rocketq.errors import ConfigError
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
 
+_LAYOUT = "it decides the size of files already on disk"
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class MessageStoreConfig:
-    store_path_root_dir: str = os.path.join(os.path.expanduser("~"), "store")
+    """RocketMQ ``MessageStoreConfig``. A runtime-updatable key is read from ``MessageStore.config``
+    at each use; ``MessageStore.apply_config`` swaps in the updated object and wakes the services."""
+
+    store_path_root_dir: str = restart_required(os.path.join(os.path.expanduser("~"), "store"))
     # None: <store_path_root_dir>/commitlog
-    store_path_commit_log: str | None = None
-    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
-    mapped_file_size_consume_queue: int = 300_000 * 20
-    flush_disk_type: str = ASYNC_FLUSH
-    flush_interval_commit_log: int = 500
-    flush_commit_log_least_pages: int = 4
-    flush_commit_log_thorough_interval: int = 10_000
-    flush_interval_consume_queue: int = 1000
-    flush_consume_queue_least_pages: int = 2
-    flush_consume_queue_thorough_interval: int = 60_000
-    sync_flush_timeout: int = 5000
-    max_message_size: int = 4 * 1024 * 1024
-    file_reserved_time: int = 72
-    delete_when: str = "04"
-    disk_max_used_space_ratio: int = 75
-    disk_space_clean_forcibly_ratio: int = 85
-    disk_space_warning_level_ratio: int = 90
-    clean_file_forcibly_enable: bool = True
-    clean_resource_interval: int = 10_000
-    check_crc_on_recover: bool = True
-    max_hash_slot_num: int = 5_000_000
-    max_index_num: int = 20_000_000
-    max_msgs_num_batch: int = 64
-    message_index_enable: bool = True
-    max_transfer_count_on_message_in_memory: int = 32
-    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    store_path_commit_log: str | None = restart_required(None)
+    mapped_file_size_commit_log: int = restart_required(1024 * 1024 * 1024, why=_LAYOUT)
+    mapped_file_size_consume_queue: int = restart_required(300_000 * 20, why=_LAYOUT)
+    flush_disk_type: str = restart_required(
+        ASYNC_FLUSH, why="the flush service, group commit or periodic flush, is chosen at start")
+    flush_interval_commit_log: int = runtime_updatable(500)
+    flush_commit_log_least_pages: int = runtime_updatable(4)
+    flush_commit_log_thorough_interval: int = runtime_updatable(10_000)
+    flush_interval_consume_queue: int = runtime_updatable(1000)
+    flush_consume_queue_least_pages: int = runtime_updatable(2)
+    flush_consume_queue_thorough_interval: int = runtime_updatable(60_000)
+    sync_flush_timeout: int = runtime_updatable(5000)
+    max_message_size: int = runtime_updatable(4 * 1024 * 1024)
+    file_reserved_time: int = runtime_updatable(72)
+    delete_when: str = runtime_updatable("04")
+    disk_max_used_space_ratio: int = runtime_updatable(75)
+    disk_space_clean_forcibly_ratio: int = runtime_updatable(85)
+    disk_space_warning_level_ratio: int = runtime_updatable(90)
+    clean_file_forcibly_enable: bool = runtime_updatable(True)
+    clean_resource_interval: int = runtime_updatable(10_000)
+    check_crc_on_recover: bool = restart_required(True, why="recovery runs at start")
+    max_hash_slot_num: int = restart_required(5_000_000, why=_LAYOUT)
+    max_index_num: int = restart_required(20_000_000, why=_LAYOUT)
+    max_msgs_num_batch: int = runtime_updatable(64)
+    message_index_enable: bool = restart_required(True, why="the index service is built at start")
+    max_transfer_count_on_message_in_memory: int = runtime_updatable(32)
+    max_transfer_bytes_on_message_in_memory: int = runtime_updatable(256 * 1024)
+    message_delay_level: str = restart_required(
+        "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+        why="the delay levels are fixed at start")
 
     def __post_init__(self) -> None:
         self.validate()
@@ -94,35 +100,3 @@ class MessageStoreConfig:
                 raise ConfigError(f"bad messageDelayLevel entry {word!r}")
             out.append(int(m.group(1)) * _UNIT_MS[m.group(2)])
         return out
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, Any]) -> MessageStoreConfig:
-        """Build from RocketMQ-style keys (`mappedFileSizeCommitLog`) or snake_case ones."""
-        known = {f.name: f for f in fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in props.items():
-            name = _snake(key)
-            if name not in known:
-                raise ConfigError(f"unknown message store config key {key!r}")
-            default = known[name].default
-            kwargs[name] = _coerce(key, value, default)
-        return cls(**kwargs)
-
-
-def _snake(key: str) -> str:
-    if key == "checkCRCOnRecover":
-        return "check_crc_on_recover"
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-
-
-def _coerce(key: str, value: Any, default: Any) -> Any:
-    if not isinstance(value, str) or isinstance(default, str) or default is None:
-        return value
-    try:
-        if isinstance(default, bool):
-            return value.strip().lower() == "true"
-        if isinstance(default, int):
-            return int(value.strip())
-    except ValueError:
-        raise ConfigError(f"bad value {value!r} for {key}") from None
-    return value

@@ -150,6 +150,19 @@ class MessageStore(PutPath):
         for s in self._services:
             s.start()
 
+    def apply_config(self, config: MessageStoreConfig) -> None:
+        """Take a runtime update into use: every reader of a runtime-updatable key reads
+        ``self.config`` (or the index's) at each use, and the periodic services are woken so that
+        a changed interval counts from now rather than after the old one has run out."""
+        changed = {f for f in config.__dataclass_fields__ if getattr(config, f) != getattr(self.config, f)}
+        self.config = config
+        self.commit_log.config = config
+        if self.index is not None:
+            self.index.config = config
+        if changed:
+            for s in self._services:
+                s.wakeup()
+
     async def shutdown(self) -> None:
         """Stop the services, flush everything, write the checkpoint, remove the abort file."""
         for s in self._services:

@@ -37,6 +37,11 @@ class ServiceTask:
     def wakeup(self) -> None:
         self._wakeup.set()
 
+    @property
+    def interval_ms(self) -> int:
+        """The period the next wait uses (read again before every wait)."""
+        return self._interval_ms()
+
     async def _run(self) -> None:
         log.info("%s service started", self.name)
         while True:
@@ -197,26 +202,27 @@ class GroupCommitService:
 
 
 def build_services(store: MessageStore) -> list[ServiceTask]:
-    cfg = store.config
+    # Every value is read from store.config when used: a runtime update (apply_config) replaces it.
     cl = store.commit_log
     last_thorough = [time.monotonic()]
 
     async def flush_commit_log() -> None:
         now = time.monotonic()
-        thorough = (now - last_thorough[0]) * 1000 >= cfg.flush_commit_log_thorough_interval
+        thorough = (now - last_thorough[0]) * 1000 >= store.config.flush_commit_log_thorough_interval
         if thorough:
             last_thorough[0] = now
-        least = 0 if thorough else cfg.flush_commit_log_least_pages
+        least = 0 if thorough else store.config.flush_commit_log_least_pages
         await asyncio.to_thread(cl.flush, least)
 
     last_cq_thorough = [time.monotonic()]
 
     async def flush_consume_queues() -> None:
         now = time.monotonic()
-        thorough = (now - last_cq_thorough[0]) * 1000 >= cfg.flush_consume_queue_thorough_interval
+        thorough = (now - last_cq_thorough[0]) * 1000 >= store.config.flush_consume_queue_thorough_interval
         if thorough:
             last_cq_thorough[0] = now
-        await asyncio.to_thread(store.flush_derived, 0 if thorough else cfg.flush_consume_queue_least_pages)
+        least = 0 if thorough else store.config.flush_consume_queue_least_pages
+        await asyncio.to_thread(store.flush_derived, least)
 
     async def drain_index() -> None:
         store.drain_index()
@@ -225,13 +231,12 @@ def build_services(store: MessageStore) -> list[ServiceTask]:
         store.clean_expired_files()
 
     services = []
-    if not cfg.sync_flush:
-        services.append(
-            ServiceTask("FlushRealTimeService", lambda: cfg.flush_interval_commit_log, flush_commit_log)
-        )
-    services.append(ServiceTask("FlushConsumeQueueService", lambda: cfg.flush_interval_consume_queue,
+    if not store.config.sync_flush:  # SYNC_FLUSH: the GroupCommitService flushes instead
+        services.append(ServiceTask("FlushRealTimeService", lambda: store.config.flush_interval_commit_log,
+                                    flush_commit_log))
+    services.append(ServiceTask("FlushConsumeQueueService", lambda: store.config.flush_interval_consume_queue,
                                 flush_consume_queues))
     if store.index is not None:
         services.append(ServiceTask("IndexDrainService", lambda: 10, drain_index))
-    services.append(ServiceTask("CleanCommitLogService", lambda: cfg.clean_resource_interval, clean))
+    services.append(ServiceTask("CleanCommitLogService", lambda: store.config.clean_resource_interval, clean))
     return services

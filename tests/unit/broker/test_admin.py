@@ -192,7 +192,7 @@ async def test_broker_config_get_and_update(tmp_path: Path) -> None:
         assert "traceOn=false" in r.body_bytes().decode()
         assert orjson.loads(r.ext_fields["version"])["counter"] == version["counter"] + 1  # type: ignore[index]
 
-        r = await invoke(client, addr, RequestCode.UPDATE_BROKER_CONFIG, body=b"defaultTopicQueueNums=abc\n")
+        r = await invoke(client, addr, RequestCode.UPDATE_BROKER_CONFIG, body=b"defaultQueryMaxNum=abc\n")
         assert r.code == ResponseCode.INVALID_PARAMETER
         r = await invoke(client, addr, RequestCode.UPDATE_BROKER_CONFIG, body=b"noSuchKey=1\n")
         assert r.code == ResponseCode.NO_PERMISSION

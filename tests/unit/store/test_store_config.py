@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.config import Setting, load_configs
 from rocketq.errors import ConfigError
 from rocketq.store import MessageStoreConfig
 from rocketq.store.mapped_file import MappedFile, MappedFileQueue
@@ -32,11 +33,14 @@ def test_rocketmq_defaults() -> None:
     assert c.commit_log_dir.endswith(os.path.join("store", "commitlog"))
 
 
-def test_from_properties_takes_rocketmq_keys() -> None:
-    c = MessageStoreConfig.from_properties(
-        {"storePathRootDir": "/data/x", "mappedFileSizeCommitLog": "65536", "flushDiskType": "SYNC_FLUSH",
-         "checkCRCOnRecover": "false", "max_index_num": 100}
-    )
+def _load(props: dict[str, str]) -> MessageStoreConfig:
+    settings = [Setting(k, v, "test") for k, v in props.items()]
+    return load_configs([MessageStoreConfig], environ={}, settings=settings)[MessageStoreConfig]
+
+
+def test_the_loader_takes_rocketmq_keys() -> None:
+    c = _load({"storePathRootDir": "/data/x", "mappedFileSizeCommitLog": "65536",
+               "flushDiskType": "SYNC_FLUSH", "checkCRCOnRecover": "false", "max_index_num": "100"})
     assert c.store_path_root_dir == "/data/x" and c.mapped_file_size_commit_log == 65536
     assert c.sync_flush and not c.check_crc_on_recover and c.max_index_num == 100
     assert c.consume_queue_dir == os.path.join("/data/x", "consumequeue")
@@ -49,7 +53,7 @@ def test_from_properties_takes_rocketmq_keys() -> None:
 )
 def test_bad_config_is_an_error(props: dict[str, str]) -> None:
     with pytest.raises(ConfigError):
-        MessageStoreConfig.from_properties(props)
+        _load(props)
 
 
 def test_mapped_file_positions_and_zero(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from rocketq.broker.config import BrokerConfig
 from rocketq.cli.admin._common import (
     Adder,
     Result,
@@ -19,7 +20,7 @@ from rocketq.cli.admin._common import (
     table,
 )
 from rocketq.cli.errors import UsageError
-from rocketq.config import BrokerConfig, check_updatable
+from rocketq.config import check_updatable
 from rocketq.errors import ConfigError, RemotingError, ServerError
 
 if TYPE_CHECKING:

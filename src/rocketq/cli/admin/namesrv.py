@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from rocketq.cli.admin._common import Adder, Result, cell, kv_table, table
 from rocketq.cli.errors import UsageError
-from rocketq.config import NamesrvConfig, check_updatable
+from rocketq.config import check_updatable
 from rocketq.errors import ConfigError
+from rocketq.namesrv.config import NamesrvConfig
 
 if TYPE_CHECKING:
     from rocketq.admin import AdminClient

@@ -12,7 +12,7 @@ from rocketq.config import BrokerConfig, NamesrvConfig, rocketmq_key
 from rocketq.remoting.config import RemotingServerConfig
 from rocketq.store.config import MessageStoreConfig
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 
 
 def _documented_keys() -> set[str]:

@@ -1,0 +1,98 @@
+"""BrokerConfig: the broker's own knobs, RocketMQ's names and defaults.
+
+The listen port is in RemotingServerConfig and the store's knobs in MessageStoreConfig, as in
+RocketMQ. A runtime-updatable key is read from ``BrokerController.broker_config`` at each use, or
+re-cached by the controller's one change listener (``BrokerController._apply_config_change``).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import Literal
+
+from rocketq.config.fields import check_port, invalid, not_honoured, restart_required, runtime_updatable
+
+__all__ = ["BrokerConfig"]
+
+_IDENTITY = "the broker's identity in routes, message ids and registrations"
+_AT_START = "the template topic is created at start"
+_NO_TRANSACTIONS = "rocketq has no transactional messages yet"
+_TIMER = "its timer starts with the broker"
+
+
+def _default_broker_name() -> str:
+    try:
+        return socket.gethostname() or "DEFAULT_BROKER"
+    except OSError:
+        return "DEFAULT_BROKER"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """RocketMQ ``BrokerConfig``: the fields rocketq honours, and those a stock broker.conf sets that
+    rocketq does not honour yet (declared ``not_honoured``, so ``rocketq up -p`` can say so)."""
+
+    broker_name: str = restart_required(factory=_default_broker_name, why=_IDENTITY)
+    broker_cluster_name: str = restart_required("DefaultCluster", why=_IDENTITY)
+    broker_id: int = restart_required(0, why=_IDENTITY)  # 0 = master
+    # RocketMQ guesses the first non-loopback address; rocketq serves on 127.0.0.1 unless told
+    # otherwise, and a guessed LAN address would be advertised to clients that cannot reach it.
+    broker_ip1: str = restart_required("127.0.0.1", why=_IDENTITY)
+    namesrv_addr: str | None = runtime_updatable(None)  # "host:port;host:port"
+    broker_permission: int = runtime_updatable(6)  # PermName READ | WRITE
+    default_topic_queue_nums: int = restart_required(8, why=_AT_START)
+    auto_create_topic_enable: bool = restart_required(True, why=_AT_START)
+    cluster_topic_enable: bool = restart_required(True, why="the cluster topic is created at start")
+    broker_topic_enable: bool = restart_required(True, why="the broker topic is created at start")
+    auto_create_subscription_group: bool = runtime_updatable(True)
+    msg_trace_topic_name: str = not_honoured("RMQ_SYS_TRACE_TOPIC", why="the trace topic is fixed")
+    trace_topic_enable: bool = not_honoured(False, why="the trace topic is always created")
+    register_name_server_period: int = restart_required(30_000, why=_TIMER)
+    register_broker_timeout_mills: int = runtime_updatable(24_000)
+    compressed_register: bool = runtime_updatable(False)
+    force_register: bool = not_honoured(True, why="the broker always registers in full")
+    flush_consumer_offset_interval: int = restart_required(5_000, why=_TIMER)
+    reject_transaction_message: bool = not_honoured(False, why=_NO_TRANSACTIONS)
+    long_polling_enable: bool = runtime_updatable(True)
+    short_polling_time_mills: int = runtime_updatable(1_000)
+    notify_consumer_ids_changed_enable: bool = runtime_updatable(True)
+    channel_expired_timeout: int = runtime_updatable(120_000)
+    trace_on: bool = runtime_updatable(True)
+    region_id: str = runtime_updatable("DefaultRegion")
+    enable_property_filter: bool = not_honoured(False, why="SQL92 filters are always refused")
+    store_reply_message_enable: bool = not_honoured(True, why="reply messages are always stored")
+    transaction_time_out: int = not_honoured(6_000, why=_NO_TRANSACTIONS)
+    transaction_check_max: int = not_honoured(15, why=_NO_TRANSACTIONS)
+    transaction_check_interval: int = not_honoured(30_000, why=_NO_TRANSACTIONS)
+    revive_queue_num: int = not_honoured(8, why="rocketq has no pop consumption yet")
+    default_query_max_num: int = runtime_updatable(32)
+    # RocketMQ keeps brokerRole in MessageStoreConfig; it is here so that a stock broker.conf loads.
+    # rocketq has no replication yet: SLAVE is refused and SYNC_MASTER acks like ASYNC_MASTER.
+    broker_role: Literal["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] = restart_required(
+        "ASYNC_MASTER", why="the role is fixed at start")
+    # rocketq's Prometheus endpoint (GET /metrics) on the broker's bind address: -1 = off, 0 = a free port.
+    metrics_port: int = restart_required(-1, why="the metrics endpoint is started with the broker")
+
+    def __post_init__(self) -> None:
+        check_port("metricsPort", self.metrics_port, off=True)
+        if not self.broker_name:
+            raise invalid("brokerName", "must not be empty")
+        if self.broker_id < 0:
+            raise invalid("brokerId", "must be >= 0 (0 is the master)")
+        if not 0 <= self.broker_permission <= 7:
+            raise invalid("brokerPermission", "must be a PermName bit set between 0 and 7")
+        if self.default_topic_queue_nums <= 0:
+            raise invalid("defaultTopicQueueNums", "must be > 0")
+        if self.broker_role == "SLAVE":
+            raise invalid("brokerRole", "SLAVE is not supported yet (rocketq has no replication)")
+
+    @property
+    def namesrv_addr_list(self) -> tuple[str, ...]:
+        """The name servers to register with, split on ';' as RocketMQ does."""
+        return tuple(a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip())
+
+    @property
+    def register_period_ms(self) -> int:
+        """The registration period the broker uses: RocketMQ clamps the configured one to 10-60 s."""
+        return max(10_000, min(self.register_name_server_period, 60_000))
