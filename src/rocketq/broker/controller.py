@@ -390,6 +390,8 @@ class BrokerController:
         if send is not None:
             send.refresh_config()
         self.config_data_version = self.config_data_version.next_version()
+        if change.touches(BrokerConfig, "broker_permission"):
+            self.topic_manager.next_version()
         if change.touches(BrokerConfig):
             # brokerPermission and namesrvAddr travel with the registration: re-register now.
             self._on_topic_change()

@@ -174,6 +174,12 @@ class TopicConfigManager:
         self._timestamp = int(time.time() * 1000)
         self._counter += 1
 
+    def next_version(self) -> None:
+        """A new data version with no topic changed, so that the name server takes the next
+        registration as news: the broker's permission masks every topic's (RocketMQ does the same
+        on UPDATE_BROKER_CONFIG brokerPermission)."""
+        self._next_version()
+
     def serialize_wrapper(self, topics: Iterable[TopicConfig] | None = None) -> TopicConfigSerializeWrapper:
         table = {t.topic_name: t for t in (self.table.values() if topics is None else topics)}
         return TopicConfigSerializeWrapper(topic_config_table=table, data_version=self.data_version)

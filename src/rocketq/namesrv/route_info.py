@@ -60,7 +60,7 @@ class BrokerLiveInfo:
     """What the last REGISTER_BROKER (or QUERY_DATA_VERSION) told us about one broker address."""
 
     last_update_timestamp: int
-    heartbeat_timeout_millis: int
+    heartbeat_timeout_millis: int  # 0: the broker named none, brokerChannelExpiredTime applies
     data_version: DataVersion
     channel: Any
     ha_server_addr: str
@@ -223,7 +223,7 @@ class RouteInfoManager:
         prev = self._live.get(addr_info)
         self._live[addr_info] = BrokerLiveInfo(
             self._clock(),
-            timeout_millis if timeout_millis else self.broker_channel_expired_time,
+            timeout_millis or 0,
             new_version,
             channel,
             ha_server_addr,
@@ -365,18 +365,23 @@ class RouteInfoManager:
         """Drop every broker silent for longer than its timeout; returns them so the caller can
         close their channels."""
         now = self._clock()
+        # The configured expiry is read now, not when the broker registered: an update of
+        # brokerChannelExpiredTime applies to the brokers already registered.
         expired = [
-            (addr_info, live)
+            (addr_info, live, timeout)
             for addr_info, live in self._live.items()
-            if live.last_update_timestamp + live.heartbeat_timeout_millis < now
+            if live.last_update_timestamp + (timeout := self._timeout_of(live)) < now
         ]
         out = []
-        for addr_info, live in expired:
+        for addr_info, live, timeout in expired:
             del self._live[addr_info]
-            log.warning("The broker channel expired, %s %sms", addr_info[1], live.heartbeat_timeout_millis)
+            log.warning("The broker channel expired, %s %sms", addr_info[1], timeout)
             self._unregister_addr_info(addr_info)
-            out.append(ExpiredBroker(addr_info[0], addr_info[1], live.channel, live.heartbeat_timeout_millis))
+            out.append(ExpiredBroker(addr_info[0], addr_info[1], live.channel, timeout))
         return out
+
+    def _timeout_of(self, live: BrokerLiveInfo) -> int:
+        return live.heartbeat_timeout_millis or self.broker_channel_expired_time
 
     def on_channel_destroy(self, channel: Any) -> list[BrokerAddrInfo]:
         """A connection closed: every broker that registered over it is gone at once."""
