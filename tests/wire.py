@@ -204,6 +204,12 @@ async def query_message(client: RemotingClient, addr: str, topic: str, key: str,
 
 # -- admin ----------------------------------------------------------------------------------------
 
+async def update_config(client: RemotingClient, addr: str, code: int, key: str, value: object) -> None:
+    """UPDATE_BROKER_CONFIG or UPDATE_NAMESRV_CONFIG of one key, which must succeed."""
+    r = await invoke(client, addr, code, body=f"{key}={_text(value)}\n".encode())
+    assert r.code == ResponseCode.SUCCESS, r.remark
+
+
 async def create_topic(client: RemotingClient, addr: str, topic: str, *, read: int = 4, write: int = 4,
                        perm: int = 6, order: bool = False, filter_type: str = "SINGLE_TAG",
                        attributes: str | None = None) -> RemotingCommand:

@@ -35,8 +35,7 @@ from rich.table import Table
 
 from rocketq.cli.assembly import DEFAULT_DATA_DIR, DEFAULT_HOST, ServeOptions, ServePlan, build_plan
 from rocketq.cli.errors import CliError
-from rocketq.config import config_fields, dump_properties
-from rocketq.config.sources import NOT_HONOURED
+from rocketq.config import Update, config_fields, dump_properties
 
 log = logging.getLogger("rocketq.cli")
 
@@ -191,8 +190,9 @@ def print_config(plan: ServePlan, out: TextIO) -> None:
             for obj in reversed(objs)
             for f in config_fields(type(obj)).values()
         }
-        notes = {
-            f.key: f.update.value if f.honoured else f"{NOT_HONOURED} ({f.why})"
+        notes = {  # short: the table has four columns on an 80-column terminal
+            f.key: ("runtime" if f.update is Update.RUNTIME else "restart") if f.honoured
+            else f"not honoured yet: {f.why}"
             for obj in reversed(objs)
             for f in config_fields(type(obj)).values()
         }

@@ -37,6 +37,7 @@ from wire import (
     query_message,
     send_message,
     start_namesrv,
+    update_config,
     wait_until,
 )
 
@@ -60,9 +61,7 @@ class Ctx:
         return self.broker.store
 
     async def update(self, key: str, value: object) -> None:
-        body = f"{key}={value}\n".encode()
-        r = await invoke(self.client, self.addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
-        assert r.code == ResponseCode.SUCCESS, r.remark
+        await update_config(self.client, self.addr, RequestCode.UPDATE_BROKER_CONFIG, key, value)
 
     async def send(self, topic: str, body: bytes = b"x", **kw: Any) -> RemotingCommand:
         r = await send_message(self.client, self.addr, topic, body, **kw)
@@ -410,46 +409,39 @@ async def _clean_resource_interval(c: Ctx) -> None:
     assert service.interval_ms == 50
 
 
+async def _deletes_only_after(c: Ctx, key: str, value: object, **clean: Any) -> None:
+    """The clean-up keeps both segments, and deletes the older one once ``key`` is updated."""
+    await _two_segments(c)
+    c.store.clean_expired_files(**clean)
+    assert _segments(c) == 2
+    await c.update(key, value)
+    c.store.clean_expired_files(**clean)
+    assert _segments(c) == 1
+
+
 @case("fileReservedTime", store=_NO_CLEAN)
 async def _file_reserved_time(c: Ctx) -> None:
-    await _two_segments(c)
-    c.store.clean_expired_files(disk_ratio=0.1, manual=True)
-    assert _segments(c) == 2  # written just now: 72 h to go
-    await c.update("fileReservedTime", 0)
-    c.store.clean_expired_files(disk_ratio=0.1, manual=True)
-    assert _segments(c) == 1
+    # written just now: 72 h to go, none with 0
+    await _deletes_only_after(c, "fileReservedTime", 0, disk_ratio=0.1, manual=True)
 
 
 @case("deleteWhen", store=_NO_CLEAN)
 async def _delete_when(c: Ctx) -> None:
-    await _two_segments(c)
     now, hour = _later_at_an_hour_other_than_4()
-    c.store.clean_expired_files(now=now, disk_ratio=0.1)
-    assert _segments(c) == 2
-    await c.update("deleteWhen", f"{hour:02d}")
-    c.store.clean_expired_files(now=now, disk_ratio=0.1)
-    assert _segments(c) == 1
+    await _deletes_only_after(c, "deleteWhen", f"{hour:02d}", now=now, disk_ratio=0.1)
 
 
 @case("diskMaxUsedSpaceRatio", store=_NO_CLEAN)
 async def _disk_max_used_space_ratio(c: Ctx) -> None:
-    await _two_segments(c)
+    # 60 % used is "space full" at 50: delete expired files at any hour
     now, _ = _later_at_an_hour_other_than_4()
-    c.store.clean_expired_files(now=now, disk_ratio=0.6)
-    assert _segments(c) == 2
-    await c.update("diskMaxUsedSpaceRatio", 50)  # 60 % used is now "space full": delete at any hour
-    c.store.clean_expired_files(now=now, disk_ratio=0.6)
-    assert _segments(c) == 1
+    await _deletes_only_after(c, "diskMaxUsedSpaceRatio", 50, now=now, disk_ratio=0.6)
 
 
 @case("diskSpaceCleanForciblyRatio", store=_NO_CLEAN)
 async def _disk_space_clean_forcibly_ratio(c: Ctx) -> None:
-    await _two_segments(c)
-    c.store.clean_expired_files(disk_ratio=0.6, manual=True)
-    assert _segments(c) == 2
-    await c.update("diskSpaceCleanForciblyRatio", 50)  # delete even files that have not expired
-    c.store.clean_expired_files(disk_ratio=0.6, manual=True)
-    assert _segments(c) == 1
+    # at 50, 60 % used deletes even files that have not expired
+    await _deletes_only_after(c, "diskSpaceCleanForciblyRatio", 50, disk_ratio=0.6, manual=True)
 
 
 @case("cleanFileForciblyEnable", store=_NO_CLEAN)

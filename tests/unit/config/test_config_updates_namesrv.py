@@ -15,7 +15,7 @@ from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.config import Update, config_fields, parse_properties
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.remoting import RemotingClient
-from wire import get_route, invoke, start_broker, start_namesrv, wait_until
+from wire import get_route, invoke, start_broker, start_namesrv, update_config, wait_until
 
 
 @dataclass
@@ -33,9 +33,7 @@ class Ctx:
         return str(self.broker.broker_name)  # registered with the broker, as RocketMQ does
 
     async def update(self, key: str, value: object) -> None:
-        body = f"{key}={value}\n".encode()
-        r = await invoke(self.client, self.addr, RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
-        assert r.code == ResponseCode.SUCCESS, r.remark
+        await update_config(self.client, self.addr, RequestCode.UPDATE_NAMESRV_CONFIG, key, value)
 
     async def code(self, request_code: int, ext: dict[str, Any] | None = None) -> int:
         return int((await invoke(self.client, self.addr, request_code, ext)).code)
