@@ -19,20 +19,21 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from rocketq.broker.config import BrokerConfig
-from rocketq.cli.errors import CliError
 from rocketq.config import ConfigSet, Setting, load_configs
 from rocketq.namesrv.config import NamesrvConfig
+
+if TYPE_CHECKING:
+    from rocketq.remoting.config import RemotingServerConfig
+    from rocketq.store.config import MessageStoreConfig
 
 Role = Literal["up", "namesrv", "broker"]
 
 DEFAULT_DATA_DIR = "rocketq-data"
 DEFAULT_HOST = "127.0.0.1"
 _WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}
-# RemotingServerConfig's name for the address to bind, whichever spelling the transport chose.
-_HOST_FIELDS = ("bind_address", "listen_host", "host", "bind_host")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,48 +58,28 @@ class ServePlan:
     data_dir: Path
     configs: ConfigSet
     namesrv: NamesrvConfig | None = None
-    namesrv_server: Any = None  # RemotingServerConfig
+    namesrv_server: RemotingServerConfig | None = None
     broker: BrokerConfig | None = None
-    store: Any = None  # MessageStoreConfig
-    broker_server: Any = None  # RemotingServerConfig
+    store: MessageStoreConfig | None = None
+    broker_server: RemotingServerConfig | None = None
     # up: the broker registers with the embedded name server (no namesrvAddr was given)
     use_embedded_namesrv: bool = False
 
 
-def server_config_classes() -> tuple[type, type]:
-    """(MessageStoreConfig, RemotingServerConfig), imported only when a server is wanted."""
-    try:
-        from rocketq.remoting.config import RemotingServerConfig
-        from rocketq.store.config import MessageStoreConfig
-    except ImportError as exc:
-        raise CliError(f"this build of rocketq has no server configuration yet ({exc})") from None
+def server_config_classes() -> tuple[type[MessageStoreConfig], type[RemotingServerConfig]]:
+    """(MessageStoreConfig, RemotingServerConfig), imported only when a server is wanted (importing
+    the store's package maps nothing, but loads the whole store)."""
+    from rocketq.remoting.config import RemotingServerConfig
+    from rocketq.store.config import MessageStoreConfig
+
     return MessageStoreConfig, RemotingServerConfig
 
 
-def _field_names(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
-
-
-def _host_field(server_cls: type) -> str | None:
-    names = _field_names(server_cls)
-    return next((n for n in _HOST_FIELDS if n in names), None)
-
-
-def build_plan(
-    opts: ServeOptions,
-    environ: Mapping[str, str] | None = None,
-    *,
-    store_cls: type | None = None,
-    server_cls: type | None = None,
-) -> ServePlan:
+def build_plan(opts: ServeOptions, environ: Mapping[str, str] | None = None) -> ServePlan:
     """Load and cross-wire the configs for ``opts.role``; raises ConfigError on a bad key or value."""
-    if store_cls is None or server_cls is None:
-        store_cls, server_cls = server_config_classes()
+    store_cls, server_cls = server_config_classes()
     data_dir = Path(opts.data_dir).expanduser().absolute()
     host = opts.host if opts.host is not None else DEFAULT_HOST
-    host_field = _host_field(server_cls)
-    if opts.host is not None and host_field is None and host != DEFAULT_HOST:
-        raise CliError(f"--host: {server_cls.__name__} has no bind address field", exit_code=2)
 
     namesrv_dir = data_dir / "namesrv"
     baseline: dict[type, dict[str, object]] = {
@@ -107,8 +88,9 @@ def build_plan(
             "config_store_path": str(namesrv_dir / "namesrv.properties"),
         },
         BrokerConfig: {"broker_ip1": DEFAULT_HOST if host in _WILDCARD_HOSTS else host.strip("[]")},
-        store_cls: _store_baseline(store_cls, data_dir / "store"),
-        server_cls: {host_field: host} if host_field else {},
+        # storePathCommitLog stays unset: the commit log follows storePathRootDir wherever it is set
+        store_cls: {"store_path_root_dir": str(data_dir / "store")},
+        server_cls: {"bind_address": host},
     }
 
     flags: list[Setting] = []
@@ -118,8 +100,8 @@ def build_plan(
         flags.append(Setting("listenPort", opts.broker_port, "--broker-port", server_cls))
     if opts.namesrv_addr is not None:
         flags.append(Setting("namesrvAddr", opts.namesrv_addr, "-n", BrokerConfig))
-    if opts.host is not None and host_field is not None:
-        flags.append(Setting(host_field, opts.host, "--host", server_cls))
+    if opts.host is not None:
+        flags.append(Setting("bindAddress", opts.host, "--host", server_cls))
 
     if opts.role == "namesrv":
         primary: list[type] = [NamesrvConfig, server_cls]
@@ -137,17 +119,15 @@ def build_plan(
         baseline=baseline,
         env_tolerated=[NamesrvConfig, BrokerConfig, store_cls, server_cls],
     )
-    server: Any = configs[server_cls]
+    server = configs[server_cls]
     if opts.role == "namesrv":
         ns = configs[NamesrvConfig]
         return ServePlan(
             "namesrv", data_dir, configs, namesrv=ns,
             namesrv_server=dataclasses.replace(server, listen_port=ns.listen_port),
         )
-    store = _derive_store_paths(configs, store_cls)
-    plan = ServePlan(
-        opts.role, data_dir, configs, broker=configs[BrokerConfig], store=store, broker_server=server
-    )
+    plan = ServePlan(opts.role, data_dir, configs, broker=configs[BrokerConfig], store=configs[store_cls],
+                     broker_server=server)
     if opts.role == "broker":
         return plan
     ns = configs[NamesrvConfig]
@@ -157,38 +137,3 @@ def build_plan(
         namesrv_server=dataclasses.replace(server, listen_port=ns.listen_port),
         use_embedded_namesrv=configs.origin(BrokerConfig, "namesrv_addr") is None,
     )
-
-
-def _store_baseline(store_cls: type, root: Path) -> dict[str, object]:
-    names = _field_names(store_cls)
-    base: dict[str, object] = {}
-    if "store_path_root_dir" in names:
-        base["store_path_root_dir"] = str(root)
-    if _has_concrete_default(store_cls, "store_path_commit_log"):
-        base["store_path_commit_log"] = str(root / "commitlog")
-    return base
-
-
-def _has_concrete_default(cls: type, name: str) -> bool:
-    """True when the field exists and defaults to a path of its own rather than 'under the root'."""
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                return bool(f.default)
-            if f.default_factory is not dataclasses.MISSING:
-                return bool(f.default_factory())
-    return False
-
-
-def _derive_store_paths(configs: ConfigSet, store_cls: type) -> Any:
-    # RocketMQ 4.x's classic trap: moving storePathRootDir leaves storePathCommitLog in the old place.
-    # When only the root was given, the commit log follows it.
-    store: Any = configs[store_cls]
-    if (
-        _has_concrete_default(store_cls, "store_path_commit_log")
-        and configs.origin(store_cls, "store_path_root_dir") is not None
-        and configs.origin(store_cls, "store_path_commit_log") is None
-    ):
-        root = Path(str(store.store_path_root_dir))
-        store = dataclasses.replace(store, store_path_commit_log=str(root / "commitlog"))
-    return store

@@ -20,7 +20,7 @@ class NamesrvConfig:
     """RocketMQ ``NamesrvConfig``, plus the listen port (RocketMQ keeps it in NettyServerConfig).
 
     The runtime-updatable keys are read from ``NamesrvController.namesrv_config`` at each use (the
-    expiry also by the route table, which ``apply_namesrv_config`` hands it to)."""
+    expiry also by the route table, which the controller's change listener hands it to)."""
 
     listen_port: int = restart_required(9876, why="the port is bound at start")
     rocketmq_home: str = not_honoured("", why="rocketq needs no installation directory")

@@ -45,7 +45,7 @@ from rocketq.codec.headers import (
     WipeWritePermOfBrokerResponseHeader,
     header,
 )
-from rocketq.config import check_updatable, dump_properties, parse_properties, update_configs
+from rocketq.config import check_updatable, dump_properties, parse_properties
 from rocketq.errors import (
     ConfigError,
     InvalidParameter,
@@ -376,14 +376,11 @@ class DefaultRequestProcessor:
             _check_key(key)
         async with self._config_lock:
             try:
-                (config,) = update_configs(
-                    [self._ctl.namesrv_config], updates, origin="UPDATE_NAMESRV_CONFIG"
-                )
+                change = self._ctl.runtime_config.update(updates, origin="UPDATE_NAMESRV_CONFIG")
             except ConfigError as e:
                 raise InvalidParameter(str(e)) from None
-            self._ctl.apply_namesrv_config(config)
             log.info("update namesrv config: %s", updates)
-            await self._persist_config(config)
+            await self._persist_config(change.new(NamesrvConfig))
         return request.make_response()
 
     async def _persist_config(self, config: NamesrvConfig) -> None:

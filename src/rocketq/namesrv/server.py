@@ -19,6 +19,7 @@ import logging
 import time
 from typing import Any
 
+from rocketq.config import ConfigChange, RuntimeConfig
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
 from rocketq.namesrv.processor import DefaultRequestProcessor
@@ -38,6 +39,7 @@ class NamesrvController:
     def __init__(self, namesrv_config: NamesrvConfig, server_config: RemotingServerConfig) -> None:
         self.namesrv_config = namesrv_config
         self.server_config = server_config
+        self.runtime_config = RuntimeConfig([namesrv_config], self._apply_config_change)
         self.kv_config_manager = KVConfigManager(namesrv_config.kv_config_path)
         self.route_info_manager = RouteInfoManager(
             broker_channel_expired_time=namesrv_config.broker_channel_expired_time
@@ -113,8 +115,11 @@ class NamesrvController:
         waited = time.monotonic() - self._started_at
         return self._started_at > 0 and waited >= self.namesrv_config.wait_seconds_for_service
 
-    def apply_namesrv_config(self, config: NamesrvConfig) -> None:
-        """Take an updated config (UPDATE_NAMESRV_CONFIG) into use without a restart."""
+    def _apply_config_change(self, change: ConfigChange) -> None:
+        """The one change listener (UPDATE_NAMESRV_CONFIG): the processor reads ``namesrv_config`` at
+        each request; the route table keeps its own copy of the expiry; the scan loop re-reads its
+        interval once woken."""
+        config = change.new(NamesrvConfig)
         self.namesrv_config = config
         self.route_info_manager.broker_channel_expired_time = config.broker_channel_expired_time
         if self._wake_scan is not None:
