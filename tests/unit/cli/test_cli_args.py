@@ -5,11 +5,14 @@ Servers are never started here: `-p` prints the effective configuration and exit
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
+from rocketq.cli.assembly import ServeOptions, build_plan
 from rocketq.cli.main import main
+from rocketq.cli.serve import print_config
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -134,6 +137,21 @@ def test_print_config_shows_the_assembled_configuration(
     note = lines[lines.index("transactionCheckMax=15") - 1]
     assert note.startswith("# transactionCheckMax: not honoured by rocketq yet (")
     assert not lines[lines.index("brokerName=broker-a") - 1].startswith("# brokerName")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_print_config_on_a_terminal_says_how_each_key_updates(tmp_path: Path) -> None:
+    plan = build_plan(ServeOptions("broker", data_dir=str(tmp_path), sets=("brokerName=b9",)), environ={})
+    out = _Terminal()
+    print_config(plan, out)
+    rows = {line.split("│")[1].strip(): line for line in out.getvalue().splitlines() if line.count("│") >= 5}
+    assert "b9" in rows["brokerName"] and "--set" in rows["brokerName"] and "restart" in rows["brokerName"]
+    assert "runtime" in rows["traceOn"]
+    assert "not honoured yet" in rows["reviveQueueNum"]
 
 
 def test_namesrv_print_config_uses_its_port(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
