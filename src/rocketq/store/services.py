@@ -114,7 +114,10 @@ class GroupCommitService:
         fut: asyncio.Future[bool] = loop.create_future()
         deadline = loop.time() + self.store.config.sync_flush_timeout / 1000
         self._waiting.append((next_offset, fut, deadline))
-        if self._timer is None:
+        if self._timer is None or deadline < self._timer.when():
+            # earlier than the pending expiry only after syncFlushTimeout was lowered at runtime
+            if self._timer is not None:
+                self._timer.cancel()
             self._timer = loop.call_at(deadline, self._expire)
         if not self._scheduled:
             self._scheduled = True

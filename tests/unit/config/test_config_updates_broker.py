@@ -10,6 +10,7 @@ differently), checking the old behaviour first where that is cheap.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -171,7 +172,7 @@ def _held(c: Ctx, topic: str) -> Any:
 async def _held_pull_millis(c: Ctx, topic: str) -> int:
     await c.send(topic)
     parked = asyncio.create_task(pull(c.client, c.addr, "CfgLp", topic, 0, 1, suspend_ms=60_000))
-    held = await wait_until(lambda: _held(c, topic))
+    held = await wait_until(lambda: _held(c, topic), timeout=20)
     response = await parked  # answered after the hold time, PULL_NOT_FOUND
     assert response.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY)
     return int(held.timeout_millis)
@@ -297,13 +298,30 @@ async def _max_transfer_bytes(c: Ctx) -> None:
     assert 1 <= await _pulled(c, "CfgTb") < 5
 
 
-@case("syncFlushTimeout", store={"flush_disk_type": "SYNC_FLUSH"})
+@case("syncFlushTimeout", store={"flush_disk_type": "SYNC_FLUSH", "sync_flush_timeout": 60_000})
 async def _sync_flush_timeout(c: Ctx) -> None:
-    await c.send("CfgSf")
-    # 0 ms: the group commit gives up before the flush (in a worker thread) can report back
-    await c.update("syncFlushTimeout", 0)
-    r = await send_message(c.client, c.addr, "CfgSf", b"x")
-    assert r.code == ResponseCode.FLUSH_DISK_TIMEOUT
+    # Hold every group-commit flush in its worker thread, so the acks depend on the timeout alone.
+    release = threading.Event()
+    commit_log = c.store.commit_log
+    flush = commit_log.flush
+
+    def held_flush(least_pages: int) -> int:
+        release.wait(30)
+        return int(flush(least_pages))
+
+    commit_log.flush = held_flush
+    try:
+        first = asyncio.create_task(send_message(c.client, c.addr, "CfgSf", b"x", timeout=90))
+        await wait_until(lambda: c.store._group_commit._waiting, timeout=20)
+        await c.update("syncFlushTimeout", 0)
+        # answered at once, not when the first send's 60 s run out
+        r = await send_message(c.client, c.addr, "CfgSf", b"y", timeout=30)
+        assert r.code == ResponseCode.FLUSH_DISK_TIMEOUT
+        assert not first.done()
+    finally:
+        release.set()
+        commit_log.flush = flush
+    assert (await first).code == ResponseCode.SUCCESS
 
 
 # -- MessageStoreConfig: flushing ----------------------------------------------------------------------
