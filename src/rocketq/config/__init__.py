@@ -35,13 +35,22 @@ from rocketq.config.fields import (
 from rocketq.config.keys import camel_to_snake, snake_to_camel
 from rocketq.config.loading import ConfigSet, load_configs
 from rocketq.config.runtime import ConfigChange, RuntimeConfig, check_updatable, plan_update, update_configs
-from rocketq.config.sources import Setting, dump_properties, parse_properties, read_config_file
+from rocketq.config.sources import (
+    ENV_PREFIX,
+    NOT_CONFIG_ENV,
+    Setting,
+    dump_properties,
+    parse_properties,
+    read_config_file,
+)
 
 if TYPE_CHECKING:
     from rocketq.broker.config import BrokerConfig
     from rocketq.namesrv.config import NamesrvConfig
 
 __all__ = [
+    "ENV_PREFIX",
+    "NOT_CONFIG_ENV",
     "BrokerConfig",
     "ConfigChange",
     "ConfigField",

@@ -4,6 +4,8 @@ whether it may change at runtime; keys rocketq does not honour are marked and sh
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
@@ -72,3 +74,15 @@ def test_annotated_dump_comments_the_keys_not_honoured_and_still_parses_back() -
     assert {s.key: s.value for s in parse_properties(text)} == {
         s.key: s.value for s in parse_properties(dump_properties([broker]))
     }
+
+
+def test_the_old_import_path_still_gives_the_layers_classes_without_importing_them_eagerly() -> None:
+    code = (
+        "import sys, rocketq.config\n"
+        "assert not any(m.split('.')[1] in ('broker', 'namesrv', 'store', 'remoting')"
+        " for m in sys.modules if m.startswith('rocketq.')), sorted(sys.modules)\n"
+        "from rocketq.config import BrokerConfig, NamesrvConfig\n"
+        "print(BrokerConfig.__module__, NamesrvConfig.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["rocketq.broker.config", "rocketq.namesrv.config"]
