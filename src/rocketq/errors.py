@@ -38,6 +38,22 @@ class FrameTooLarge(ProtocolError):
     """A frame whose declared length exceeds the 16 MiB limit."""
 
 
+class MalformedRequest(ProtocolError):
+    """A header read as far as its opaque and flag, with another member of the wrong type or range.
+
+    Unlike other protocol errors this one leaves the stream usable (the frame's length was
+    sound) and names the request it belongs to, so a server answers it with this code and the
+    message as remark instead of closing the connection.
+    """
+
+    code = ResponseCode.INVALID_PARAMETER
+
+    def __init__(self, message: str, *, opaque: int, flag: int) -> None:
+        super().__init__(message)
+        self.opaque = opaque
+        self.flag = flag
+
+
 class ConfigError(RocketQError):
     """A config key that does not exist, a value of the wrong type, or a forbidden key."""
 

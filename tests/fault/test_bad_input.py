@@ -137,6 +137,10 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     cmd: RemotingCommand) -> RemotingCommand:
     writer.write(encode_frame_bytes(cmd))
     await writer.drain()
+    return await _read_one(reader)
+
+
+async def _read_one(reader: asyncio.StreamReader) -> RemotingCommand:
     head = await asyncio.wait_for(reader.readexactly(4), 5)
     rest = await asyncio.wait_for(reader.readexactly(struct.unpack(">i", head)[0]), 5)
     (resp,) = FrameDecoder().feed(head + rest)
@@ -147,8 +151,9 @@ async def _closed_after(addr: str, garbage: bytes) -> None:
     """A live connection (it answers a request) that the broker closes once `garbage` arrives."""
     reader, writer = await asyncio.open_connection(*_host_port(addr))
     try:
-        ok = await _exchange(reader, writer, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
-        assert ok.code == RC.SUCCESS
+        # GET_BROKER_CLUSTER_INFO: served by the name server, not by the broker; answered by both.
+        ok = await _exchange(reader, writer, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        assert ok.code in (RC.SUCCESS, RC.REQUEST_CODE_NOT_SUPPORTED), (ok.code, ok.remark)
         writer.write(garbage)
         await writer.drain()
         try:
@@ -178,9 +183,11 @@ UNPARSABLE = {
     "unknown_serialize_type": _frame(b'{"code":105}', serialize_type=7),
     "header_not_json": _frame(b"{not json at all"),
     "header_json_array": _frame(b"[1,2,3]"),
-    "header_without_code": _frame(b'{"opaque":1,"flag":0}'),
     "binary_header_truncated": _frame(b"\x00\x69\x00\x01\xdf", serialize_type=1),
-    "ext_fields_not_a_map": _frame(b'{"code":105,"flag":0,"opaque":7,"extFields":[1]}'),
+    # No usable opaque: nothing could address an answer (issue 9 item 7).
+    "opaque_beyond_64_bits": _frame(b'{"code":105,"opaque":"99999999999999999999999","flag":0}'),
+    "opaque_beyond_int": _frame(b'{"code":105,"opaque":2147483648,"flag":0}'),
+    "flag_not_a_number": _frame(b'{"code":105,"opaque":7,"flag":"x"}'),
 }
 
 
@@ -188,6 +195,41 @@ UNPARSABLE = {
 async def test_unparsable_frame_closes_only_that_connection(cluster: Cluster, garbage: bytes) -> None:
     async with bystander(cluster):
         await _closed_after(cluster.broker, garbage)
+        await _closed_after(cluster.namesrv, garbage)
+
+
+# A sound frame (opaque 7) with one bad member: answered INVALID_PARAMETER, the connection stays.
+MALFORMED = {
+    "header_without_code": b'{"opaque":7,"flag":0}',
+    "ext_fields_not_a_map": b'{"code":105,"flag":0,"opaque":7,"extFields":[1]}',
+    "code_beyond_64_bits": b'{"code":"99999999999999999999999","opaque":7}',
+    "version_not_a_number": b'{"code":105,"opaque":7,"version":"x"}',
+    "language_object": b'{"code":105,"opaque":7,"language":{"a":1}}',
+    "remark_list": b'{"code":105,"opaque":7,"remark":[]}',
+    "serialize_type_unknown": b'{"code":105,"opaque":7,"serializeTypeCurrentRPC":"XML"}',
+}
+
+
+async def _answered_then_serves(addr: str, garbage: bytes) -> None:
+    reader, writer = await asyncio.open_connection(*_host_port(addr))
+    try:
+        writer.write(garbage)
+        resp = await _read_one(reader)
+        assert (resp.opaque, resp.code) == (7, RC.INVALID_PARAMETER), (resp.code, resp.remark)
+        assert (resp.remark or "").startswith(("header member <", "JSON header has no code")), resp.remark
+        ok = await _exchange(reader, writer, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        assert ok.code in (RC.SUCCESS, RC.REQUEST_CODE_NOT_SUPPORTED), (ok.code, ok.remark)
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+@pytest.mark.parametrize("header", list(MALFORMED.values()), ids=list(MALFORMED))
+async def test_malformed_header_value_is_answered_on_both_ports(cluster: Cluster, header: bytes) -> None:
+    async with bystander(cluster):
+        await _answered_then_serves(cluster.broker, _frame(header))
+        await _answered_then_serves(cluster.namesrv, _frame(header))
 
 
 async def test_unsolicited_response_frame_is_ignored(cluster: Cluster) -> None:

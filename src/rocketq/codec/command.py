@@ -9,6 +9,7 @@ byte and parses JSON; we *read* both JSON and the ROCKETMQ binary layout.
 from __future__ import annotations
 
 import itertools
+import re
 import struct
 from collections.abc import Sequence
 from typing import Any, Final, TypeAlias
@@ -16,13 +17,15 @@ from typing import Any, Final, TypeAlias
 import orjson
 
 from rocketq.codec.codes import ROCKETQ_VERSION, LanguageCode, SerializeType
-from rocketq.errors import ProtocolError
+from rocketq.errors import MalformedRequest, ProtocolError
 
 __all__ = [
     "FLAG_ONEWAY",
     "FLAG_RESPONSE",
+    "REJECTED_CODE",
     "Body",
     "Buffer",
+    "RejectedCommand",
     "RemotingCommand",
     "decode_header",
     "decode_json_header",
@@ -222,6 +225,26 @@ class RemotingCommand:
         )
 
 
+# Outside Java's int range, so no processor is registered under it and no run of real requests
+# ever includes a rejected one.
+REJECTED_CODE: Final = -(2**31) - 1
+
+
+class RejectedCommand(RemotingCommand):
+    """What the frame decoder yields for a frame whose header failed with ``MalformedRequest``.
+
+    It stands in the stream where the request was, so the transport answers it in order; it
+    carries only the opaque and flag (to address the answer) and the error (its code and remark).
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: MalformedRequest, serialize_type: int) -> None:
+        super().__init__(REJECTED_CODE, opaque=error.opaque, flag=error.flag, remark=str(error),
+                         serialize_type=serialize_type)
+        self.error = error
+
+
 # -- JSON header ------------------------------------------------------------------------------------
 
 
@@ -280,32 +303,68 @@ def _coerce_ext_fields(ext: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+# Java's int: code, version, opaque and flag are `int` members of RemotingCommand.
+_INT_MIN: Final = -(2**31)
+_INT_MAX: Final = 2**31 - 1
+# Integer.parseInt's grammar; Python's int() would also take blanks, '_' and non-ASCII digits.
+_JAVA_INT_TEXT: Final = re.compile(r"[+-]?[0-9]+")
+# Longer digit strings are out of range whatever they say (and int() of a huge one is slow).
+_INT_TEXT_MAX: Final = 24
+# LanguageCode is a byte on the binary wire; a JSON number names one by its code.
+_LANGUAGE_MAX: Final = 255
+_SERIALIZE_NAMES: Final = frozenset(m.name for m in SerializeType)
+_SERIALIZE_CODES: Final = frozenset(int(m) for m in SerializeType)
+
+
 def _header_int(obj: dict[str, Any], key: str, default: int) -> int:
     value = obj.get(key)
-    if type(value) is int:
-        return value
     if value is None:
         return default
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ProtocolError(f"header member <{key}> is not an integer: {value!r}")
+    if type(value) is int:
+        number = value
+    elif type(value) is str and _JAVA_INT_TEXT.fullmatch(value):
+        if len(value) > _INT_TEXT_MAX:
+            raise ProtocolError(f"header member <{key}> is out of the int range: {_clip(value)}")
+        number = int(value)
+    else:
+        raise ProtocolError(f"header member <{key}> is not an integer: {_clip(value)}")
+    if not _INT_MIN <= number <= _INT_MAX:
+        raise ProtocolError(f"header member <{key}> is out of the int range: {_clip(value)}")
+    return number
+
+
+def _clip(value: Any) -> str:
+    # A remark quotes the offending value; a megabyte of it would only burden the answer.
+    text = repr(value)
+    return text if len(text) <= 64 else text[:61] + "..."
 
 
 def _language(value: Any) -> int:
     if type(value) is str:
         return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
-    if type(value) is int:
+    if type(value) is int and 0 <= value <= _LANGUAGE_MAX:
         return value
     if value is None:
         return LanguageCode.JAVA
-    raise ProtocolError(f"header member <language> is not a name or number: {value!r}")
+    raise ProtocolError(f"header member <language> is not a language name or code: {_clip(value)}")
+
+
+def _check_serialize_type(value: Any) -> None:
+    # Nobody acts on it (the frame prefix decides), but a value fastjson could not map to the
+    # enum means the peer is not speaking this protocol.
+    if value is None or (type(value) is str and value in _SERIALIZE_NAMES) or (
+            type(value) is int and value in _SERIALIZE_CODES):
+        return
+    raise ProtocolError(f"header member <serializeTypeCurrentRPC> is not JSON or ROCKETMQ: {_clip(value)}")
 
 
 def decode_json_header(data: Buffer) -> RemotingCommand:
-    """Parse a JSON header (serialize type 0), tolerating the quirks of real clients (§1.3)."""
+    """Parse a JSON header (serialize type 0), tolerating the quirks of real clients (§1.3).
+
+    Raises ``MalformedRequest`` (answerable: it carries the opaque and flag) when only some
+    member other than opaque and flag is wrong, plain ``ProtocolError`` when not even those are
+    usable.
+    """
     try:
         obj = _loads(data)
     except orjson.JSONDecodeError as e:
@@ -317,31 +376,43 @@ def decode_json_header(data: Buffer) -> RemotingCommand:
     version = get("version", 0)
     opaque = get("opaque", 0)
     flag = get("flag", 0)
-    # One chained identity test for the common case: all four are plain JSON integers.
-    if not int is type(code) is type(version) is type(opaque) is type(flag):
-        if code is None:
-            raise ProtocolError("JSON header has no code")
-        code = _header_int(obj, "code", 0)
-        version = _header_int(obj, "version", 0)
+    # One chained identity test and four range tests for the common case: all four are plain
+    # JSON integers that fit Java's int.
+    if not (int is type(code) is type(version) is type(opaque) is type(flag)
+            and _INT_MIN <= opaque <= _INT_MAX and _INT_MIN <= flag <= _INT_MAX
+            and _INT_MIN <= code <= _INT_MAX and _INT_MIN <= version <= _INT_MAX):
         opaque = _header_int(obj, "opaque", 0)
         flag = _header_int(obj, "flag", 0)
-    lang = get("language", "JAVA")
-    language = _LANGUAGE_BY_NAME.get(lang) if type(lang) is str else None
-    if language is None:
-        language = _language(lang)
-    remark = get("remark")
-    if remark is not None and type(remark) is not str:
-        if isinstance(remark, dict | list):
-            raise ProtocolError("header member <remark> is not a string")
-        remark = _json_scalar_to_str("remark", remark)
-    ext = get("extFields")
-    if ext is not None:
-        if type(ext) is not dict:
-            raise ProtocolError("header member <extFields> is not an object")
-        for value in ext.values():
-            if value.__class__ is not str:
-                ext = _coerce_ext_fields(ext)
-                break
+        try:
+            if code is None:
+                raise ProtocolError("JSON header has no code")
+            code = _header_int(obj, "code", 0)
+            version = _header_int(obj, "version", 0)
+        except ProtocolError as e:
+            raise MalformedRequest(str(e), opaque=opaque, flag=flag) from None
+    try:
+        lang = get("language", "JAVA")
+        language = _LANGUAGE_BY_NAME.get(lang) if type(lang) is str else None
+        if language is None:
+            language = _language(lang)
+        remark = get("remark")
+        if remark is not None and type(remark) is not str:
+            if isinstance(remark, dict | list):
+                raise ProtocolError("header member <remark> is not a string")
+            remark = _json_scalar_to_str("remark", remark)
+        ext = get("extFields")
+        if ext is not None:
+            if type(ext) is not dict:
+                raise ProtocolError("header member <extFields> is not an object")
+            for value in ext.values():
+                if value.__class__ is not str:
+                    ext = _coerce_ext_fields(ext)
+                    break
+        stype = get("serializeTypeCurrentRPC")
+        if stype is not None and stype != "JSON":
+            _check_serialize_type(stype)
+    except ProtocolError as e:
+        raise MalformedRequest(str(e), opaque=opaque, flag=flag) from None
     return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", 0)
 
 
@@ -388,9 +459,20 @@ def decode_rocketmq_header(data: Buffer) -> RemotingCommand:
     """Parse a ROCKETMQ binary header (serialize type 1)."""
     buf = memoryview(data)
     size = len(buf)
-    if size < _BIN_FIXED.size + 4:
+    if size < _BIN_FIXED.size:
         raise ProtocolError(f"binary header too short: {size} bytes")
     code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(buf, 0)
+    # Every fixed member fits its Java type by construction; what follows can still be wrong,
+    # and then the request is answered rather than the connection closed.
+    try:
+        remark, ext = _binary_rest(buf, remark_len)
+    except ProtocolError as e:
+        raise MalformedRequest(str(e), opaque=opaque, flag=flag) from None
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", SerializeType.ROCKETMQ)
+
+
+def _binary_rest(buf: memoryview, remark_len: int) -> tuple[str | None, dict[str, str] | None]:
+    size = len(buf)
     pos = _BIN_FIXED.size
     remark = _read_str(buf, pos, remark_len, "remark")
     pos += remark_len
@@ -419,7 +501,7 @@ def decode_rocketmq_header(data: Buffer) -> RemotingCommand:
                 raise ProtocolError("binary header extFields entry overruns its map")
             if key is not None and value is not None:
                 ext[key] = value
-    return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", SerializeType.ROCKETMQ)
+    return remark, ext
 
 
 def decode_header(data: Buffer, serialize_type: int) -> RemotingCommand:

@@ -13,13 +13,14 @@ from typing import Final
 from rocketq.codec.codes import SerializeType
 from rocketq.codec.command import (
     Buffer,
+    RejectedCommand,
     RemotingCommand,
     decode_json_header,
     decode_rocketmq_header,
     encode_json_header,
     encode_rocketmq_header,
 )
-from rocketq.errors import FrameTooLarge, ProtocolError
+from rocketq.errors import FrameTooLarge, MalformedRequest, ProtocolError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_LENGTH",
@@ -81,6 +82,8 @@ def decode_frame(frame: Buffer, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH
     cmds = decoder.feed(frame)
     if len(cmds) != 1 or decoder.buffered:
         raise ProtocolError(f"expected exactly one frame, got {len(cmds)} and {decoder.buffered} spare bytes")
+    if isinstance(cmds[0], RejectedCommand):
+        raise cmds[0].error
     return cmds[0]
 
 
@@ -88,7 +91,8 @@ class FrameDecoder:
     """Incremental decoder: feed it whatever the socket gave, get back whole commands.
 
     After it raises ``ProtocolError`` (or ``FrameTooLarge``) the stream is unusable: the
-    transport must close the connection.
+    transport must close the connection. A frame that is sound but whose header holds a bad
+    value comes out as a ``RejectedCommand`` in its place, for the transport to answer.
     """
 
     __slots__ = ("_chunks", "_have", "_need", "max_frame_length")
@@ -144,12 +148,17 @@ class FrameDecoder:
                 raise ProtocolError(f"header length {hlen} exceeds frame length {frame_len}")
             hstart = pos + 8
             hend = hstart + hlen
-            if type_and_len >> 24 == 0:
-                cmd = decode_json(data[hstart:hend])
-            elif type_and_len >> 24 == 1:
-                cmd = decode_rocketmq_header(data[hstart:hend])
-            else:
-                raise ProtocolError(f"unknown serialize type {type_and_len >> 24}")
+            stype = type_and_len >> 24
+            try:
+                if stype == 0:
+                    cmd = decode_json(data[hstart:hend])
+                elif stype == 1:
+                    cmd = decode_rocketmq_header(data[hstart:hend])
+                else:
+                    raise ProtocolError(f"unknown serialize type {stype}")
+            except MalformedRequest as e:
+                # The frame's bounds were sound: the stream goes on, the request gets an answer.
+                cmd = RejectedCommand(e, stype)
             if end > hend:
                 if view is None:
                     view = memoryview(data)

@@ -14,7 +14,14 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any, cast
 
-from rocketq.codec.command import FLAG_ONEWAY, FLAG_RESPONSE, Buffer, RemotingCommand, next_opaque
+from rocketq.codec.command import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    Buffer,
+    RejectedCommand,
+    RemotingCommand,
+    next_opaque,
+)
 from rocketq.codec.frame import FrameDecoder, encode_frame
 from rocketq.errors import ProtocolError, RemotingConnectError, RemotingSendError, RemotingTimeoutError
 
@@ -174,7 +181,14 @@ class Channel:
             )
             return
         fut = entry[0]
-        if not fut.done():
+        if fut.done():
+            return
+        if cmd.__class__ is RejectedCommand:
+            # The peer answered, but with a header we cannot read: fail that one request.
+            log.warning("bad response header from %s, opaque=%s: %s", self.remote_address, cmd.opaque,
+                        cmd.remark)
+            fut.set_exception(cast(RejectedCommand, cmd).error)
+        else:
             fut.set_result(cmd)
 
     def _expire(self, now: float) -> bool:
@@ -282,7 +296,11 @@ class Connection(asyncio.Protocol):
                 code = cmd.code
                 handler = runs.get(code) if runs else None
                 if handler is None:
-                    endpoint._dispatch(cmd, channel)
+                    # A rejected frame's code is never registered, so it can only turn up here.
+                    if cmd.__class__ is RejectedCommand:
+                        endpoint._reject(cast(RejectedCommand, cmd), channel)
+                    else:
+                        endpoint._dispatch(cmd, channel)
                     continue
                 # A pipelining producer's requests arrive many to a read: hand the whole run of
                 # one code to its batch handler (a run of one included, so one path serves all).

@@ -13,7 +13,7 @@ from time import perf_counter
 from typing import Any, TypeAlias, TypeVar
 
 from rocketq.codec.codes import ResponseCode
-from rocketq.codec.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+from rocketq.codec.command import FLAG_ONEWAY, FLAG_RESPONSE, RejectedCommand, RemotingCommand
 from rocketq.codec.frame import DEFAULT_MAX_FRAME_LENGTH
 from rocketq.errors import RocketQError
 from rocketq.remoting.channel import Channel
@@ -168,6 +168,15 @@ class RemotingEndpoint:
         self._inflight.add(fut)
         fut.add_done_callback(partial(self._finish, request, channel, self._t0))
 
+    def _reject(self, request: RejectedCommand, channel: Channel) -> None:
+        """A request whose header held a bad value: answer it with the error, keep the connection."""
+        log.debug("bad request header from %s, opaque=%s: %s", channel.remote_address, request.opaque,
+                  request.remark)
+        if request.flag & FLAG_ONEWAY:
+            return
+        error = request.error
+        channel.send(RemotingCommand.response(error.code, str(error), opaque=request.opaque))
+
     def _dispatch_run(self, requests: list[RemotingCommand], channel: Channel, runs: BatchHandler) -> None:
         """Requests of one code with a batch handler, in the order they arrived."""
         if self._observer is not None:
@@ -235,7 +244,8 @@ class RemotingEndpoint:
             channel.send(response)
         except RocketQError as e:  # the response itself cannot be encoded
             log.error("encode response to %s failed: %s", channel.remote_address, e)
-            channel.send(request.make_response(ResponseCode.SYSTEM_ERROR, str(e)))
+            # The request's own members were validated at decode, so this plain answer encodes.
+            channel.send(request.make_response(ResponseCode.SYSTEM_ERROR, f"cannot encode the response: {e}"))
 
     def _respond_error(self, request: RemotingCommand, channel: Channel, exc: BaseException) -> None:
         if isinstance(exc, RocketQError):
