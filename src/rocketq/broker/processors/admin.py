@@ -177,9 +177,9 @@ class AdminBrokerProcessor:
 
     def delete_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         h = DeleteTopicRequestHeader.from_ext(request.ext_fields)
-        topic = h.topic.strip()
-        if not topic:
-            raise InvalidParameter("The specified topic is blank.")
+        # As Java does: a name no topic could have is refused before it reaches the store, where
+        # it names a directory.
+        topic = check_topic_name(h.topic.strip())
         ctl = self._ctl
         if ctl.topic_manager.is_system_topic(topic) and not topic.startswith(
                 (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
