@@ -7,9 +7,14 @@ sample.
 
 from __future__ import annotations
 
+import json
 import random
+import struct
 from pathlib import Path
 
+import orjson
+
+from rocketq.codec.codes import RequestCode
 from rocketq.codec.headers._compiler import CommandHeader, _specs
 
 
@@ -81,3 +86,73 @@ def random_ext(rnd: random.Random, keys: list[str]) -> dict[str, str] | None:
         return None
     pool = GARBAGE_VALUES + PLAUSIBLE_VALUES
     return {k: rnd.choice(pool) for k in keys if rnd.random() < 0.5}
+
+
+# -- frames: sound ones with bad contents, and broken ones ------------------------------------------
+
+_PREFIX = struct.Struct(">iI")
+_FIXED = struct.Struct(">hBhiii")  # the ROCKETMQ binary header's fixed part
+REQUEST_CODES = tuple(int(c) for c in RequestCode)
+_JSON_MEMBER_GARBAGE: tuple[object, ...] = (
+    None, True, 1.5, -1, 2**31, 2**64, 10**30, "x", "", "99999999999999999999999", [], [1], {}, {"a": 1},
+)
+
+
+def frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
+    return _PREFIX.pack(4 + len(header) + len(body), serialize_type << 24 | len(header)) + header + body
+
+
+def sound_frame(rnd: random.Random, opaque: int, keys: list[str]) -> bytes:
+    """A frame with correct lengths, a usable opaque and flag 0, and anything else wrong.
+
+    A server must answer each of these (or hold it as a long poll) and keep the connection.
+    """
+    kind = rnd.random()
+    code = rnd.choice(REQUEST_CODES) if rnd.random() < 0.9 else rnd.randrange(-(2**31), 2**31)
+    body = rnd.choice(GARBAGE_BODIES)
+    if kind < 0.6:  # a plausible request: real code, garbage extFields and body
+        return frame(orjson.dumps({"code": code, "opaque": opaque, "flag": 0, "language": "JAVA",
+                                   "version": 401, "extFields": random_ext(rnd, keys)}), body)
+    if kind < 0.85:  # members of the wrong type or range (opaque and flag excepted)
+        header: dict[str, object] = {"code": code, "opaque": opaque, "flag": 0}
+        for member in ("code", "version", "language", "remark", "extFields", "serializeTypeCurrentRPC"):
+            if rnd.random() < 0.4:
+                header[member] = rnd.choice(_JSON_MEMBER_GARBAGE)
+        return frame(json.dumps(header).encode(), body)  # json: integers beyond 64 bits too
+    # ROCKETMQ binary: the fixed part is sound, what follows is random.
+    fixed = _FIXED.pack(rnd.randrange(-(2**15), 2**15), rnd.randrange(256), rnd.randrange(-(2**15), 2**15),
+                        opaque, 0, rnd.choice((0, 1, 5, 2**30, -1)))
+    return frame(fixed + rnd.randbytes(rnd.randrange(0, 64)), body, 1)
+
+
+def broken_bytes(rnd: random.Random, opaque: int, keys: list[str]) -> bytes:
+    """Bytes that break the framing (or the header past answering): the server closes on them."""
+    good = sound_frame(rnd, opaque, keys)
+    kind = rnd.randrange(10)
+    if kind == 0:  # truncated anywhere
+        return good[:rnd.randrange(1, len(good))]
+    if kind == 1:  # oversized length
+        length = rnd.choice((16 * 1024 * 1024 - 3, 16 * 1024 * 1024 + 1, 2**31 - 1))
+        return struct.pack(">i", length) + good[4:]
+    if kind == 2:  # negative or tiny length
+        return struct.pack(">i", rnd.choice((-1, -(2**31), 0, 3))) + good[4:]
+    if kind == 3:  # header length past the frame
+        word = rnd.choice((0, 1)) << 24 | rnd.randrange(len(good), 2**24)
+        return good[:4] + struct.pack(">I", word) + good[8:]
+    if kind == 4:  # unknown serialize type
+        return good[:4] + bytes([rnd.randrange(2, 256)]) + good[5:]
+    if kind == 5:  # not JSON
+        return frame(rnd.choice((b"{", b"{not json", b"\xff\xfe", b"[]", b"null", b"1")))
+    if kind == 6:  # an opaque or flag that fits nothing
+        bad = rnd.choice(('"99999999999999999999999"', "2147483648", "-2147483649", "1.5", "[]", '"x"'))
+        member = rnd.choice(("opaque", "flag"))
+        other = "flag" if member == "opaque" else "opaque"
+        return frame(b'{"code":105,"%s":%s,"%s":0}' % (member.encode(), bad.encode(), other.encode()))
+    if kind == 7:  # random bytes
+        return rnd.randbytes(rnd.randrange(1, 200))
+    if kind == 8:  # bit flips in a sound frame (may or may not break it)
+        data = bytearray(good)
+        for _ in range(rnd.randrange(1, 6)):
+            data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+        return bytes(data)
+    return good[:8] + rnd.randbytes(max(0, len(good) - 8))  # a sound prefix before garbage
