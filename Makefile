@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 COMPAT_NODE := tests/compat/node
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test test-all bench lint typecheck setup clean
+.PHONY: run test test-all campaign bench lint typecheck setup clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -35,6 +35,10 @@ test: setup
 
 test-all: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The slow fault campaign of issue 9 alone; every test prints one `CAMPAIGN name key=value ...` line.
+campaign: setup
+	$(BIN)/python -m pytest -m slow -s -q tests/fault -k campaign $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)

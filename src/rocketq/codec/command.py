@@ -376,11 +376,10 @@ def decode_json_header(data: Buffer) -> RemotingCommand:
     version = get("version", 0)
     opaque = get("opaque", 0)
     flag = get("flag", 0)
-    # One chained identity test and four range tests for the common case: all four are plain
-    # JSON integers that fit Java's int.
+    # One chained identity test and one range test for the common case: all four are plain
+    # JSON integers in [0, 2**31). Negative ones (rare, but valid Java ints) take the slow path.
     if not (int is type(code) is type(version) is type(opaque) is type(flag)
-            and _INT_MIN <= opaque <= _INT_MAX and _INT_MIN <= flag <= _INT_MAX
-            and _INT_MIN <= code <= _INT_MAX and _INT_MIN <= version <= _INT_MAX):
+            and not (code | version | opaque | flag) >> 31):
         opaque = _header_int(obj, "opaque", 0)
         flag = _header_int(obj, "flag", 0)
         try:
@@ -408,8 +407,8 @@ def decode_json_header(data: Buffer) -> RemotingCommand:
                 if value.__class__ is not str:
                     ext = _coerce_ext_fields(ext)
                     break
-        stype = get("serializeTypeCurrentRPC")
-        if stype is not None and stype != "JSON":
+        stype = get("serializeTypeCurrentRPC", "JSON")
+        if stype != "JSON":
             _check_serialize_type(stype)
     except ProtocolError as e:
         raise MalformedRequest(str(e), opaque=opaque, flag=flag) from None
