@@ -80,10 +80,11 @@ def header_keys() -> list[str]:
 GARBAGE_VALUES = (
     "", " ", "-1", "-2147483649", "2147483648", "9223372036854775808", "99999999999999999999999",
     "abc", "1e5", "0x10", "1_000", "NaN", "true", "\x00\xff", "%s%n", "{", "../../etc/passwd",
-    "T" * 300, "\u0661\u0662",
+    "T" * 300, "\u0661\u0662", "9" * 5000,
 )
 PLAUSIBLE_VALUES = ("0", "1", "3", "-1", "TopicTest", "DefaultCluster", "broker-a", "127.0.0.1:1",
-                    "true", "false", "*", "TAG", "SINGLE_TAG", "G", "%RETRY%G")
+                    "true", "false", "*", "TAG", "SINGLE_TAG", "G", "%RETRY%G", "%DLQ%G", "TBW102",
+                    "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC", "DELAY\x013\x02REAL_QID\x01x")
 
 GARBAGE_BODIES = (
     b"",

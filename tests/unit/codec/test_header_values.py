@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocketq.codec import headers as headers_module
 from rocketq.codec.codes import ResponseCode, SerializeType
 from rocketq.codec.command import (
     REJECTED_CODE,
@@ -26,7 +27,8 @@ from rocketq.codec.command import (
     encode_rocketmq_header,
 )
 from rocketq.codec.frame import FrameDecoder, decode_frame, encode_frame_bytes
-from rocketq.errors import MalformedRequest, ProtocolError
+from rocketq.codec.headers._compiler import CommandHeader, _specs
+from rocketq.errors import HeaderError, MalformedRequest, ProtocolError
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
@@ -193,3 +195,42 @@ def test_any_binary_header_decodes_to_something_answerable_or_protocol_error(
     except ProtocolError:
         return
     _answer_encodes(cmd)
+
+
+# -- typed headers: any extFields decode or raise HeaderError -------------------------------------
+
+HEADER_CLASSES = [cls for name in headers_module.__all__
+                  if isinstance(cls := getattr(headers_module, name), type) and issubclass(cls, CommandHeader)
+                  and cls is not CommandHeader]
+field_text = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(2**80), 2**80).map(str),
+    st.sampled_from(["9" * 5000, "-" + "9" * 4400, "0" * 40 + "1", " 1", "1_0", "+", "-", "\u0661", "TRUE"]),
+)
+
+
+@pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda c: c.__name__)
+def test_huge_digit_strings_are_header_errors(cls: type[CommandHeader]) -> None:
+    keys = [spec.key for spec in _specs(cls) if spec.kind in ("int", "long")]
+    for key in keys:
+        with pytest.raises(HeaderError, match=f"<{key}> is not a number"):
+            cls.from_ext(dict.fromkeys([s.key for s in _specs(cls)], "1") | {key: "9" * 5000})
+
+
+@FUZZ
+@given(st.sampled_from(HEADER_CLASSES), st.data())
+def test_typed_headers_only_raise_header_error(cls: type[CommandHeader], data: st.DataObject) -> None:
+    keys = [spec.key for spec in _specs(cls)]
+    ext = data.draw(st.dictionaries(st.sampled_from(keys), field_text, max_size=len(keys)))
+    try:
+        decoded = cls.from_ext(ext)
+    except HeaderError:
+        return
+    # What decodes, encodes, and every number fits its Java type.
+    for spec in _specs(cls):
+        value = getattr(decoded, spec.name)
+        if spec.kind == "int" and value is not None:
+            assert INT_MIN <= value <= INT_MAX
+        if spec.kind == "long" and value is not None:
+            assert -(2**63) <= value < 2**63
+    decoded.to_ext()

@@ -67,6 +67,8 @@ _INT_MIN: Final = -(2**31)
 _INT_MAX: Final = 2**31 - 1
 _LONG_MIN: Final = -(2**63)
 _LONG_MAX: Final = 2**63 - 1
+# Digits beyond any long (leading zeros included: Java's parser takes them, nobody sends 30).
+_DIGITS_MAX: Final = 30
 
 
 def _parse_number(value: object, key: str, lo: int, hi: int) -> int:
@@ -74,15 +76,24 @@ def _parse_number(value: object, key: str, lo: int, hi: int) -> int:
     if isinstance(value, str):
         digits = value[1:] if value[:1] in ("-", "+") else value
         if not digits or not digits.isdecimal():
-            raise HeaderError(f"the custom field <{key}> is not a number: {value!r}")
+            raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)}")
+        if len(digits) > _DIGITS_MAX:
+            # Out of any Java range; and int() refuses past 4,300 digits with a ValueError.
+            raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)} (out of range)")
         number = int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
         number = value
     else:
-        raise HeaderError(f"the custom field <{key}> is not a number: {value!r}")
+        raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)}")
     if not lo <= number <= hi:
-        raise HeaderError(f"the custom field <{key}> is not a number: {value!r} (out of range)")
+        raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)} (out of range)")
     return number
+
+
+def _clip(value: object) -> str:
+    # The remark quotes the value; a megabyte of digits would only burden the answer and the log.
+    text = repr(value)
+    return text if len(text) <= 64 else text[:61] + "..."
 
 
 def _parse_bool(value: object) -> bool:
@@ -106,7 +117,7 @@ def _parse_strict(spec: _FieldSpec, key: str, value: object) -> Any:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    raise HeaderError(f"the custom field <{key}> is not a string: {value!r}")
+    raise HeaderError(f"the custom field <{key}> is not a string: {_clip(value)}")
 
 
 def _decode_strict(cls: type, specs: list[_FieldSpec], keys: Mapping[str, str], ext: Any) -> Any:
