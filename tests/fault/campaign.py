@@ -125,13 +125,14 @@ def frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
     return _PREFIX.pack(4 + len(header) + len(body), serialize_type << 24 | len(header)) + header + body
 
 
-def sound_frame(rnd: random.Random, opaque: int, keys: list[str]) -> bytes:
+def sound_frame(rnd: random.Random, opaque: int, keys: list[str], code: int | None = None) -> bytes:
     """A frame with correct lengths, a usable opaque and flag 0, and anything else wrong.
 
     A server must answer each of these (or hold it as a long poll) and keep the connection.
     """
     kind = rnd.random()
-    code = rnd.choice(REQUEST_CODES) if rnd.random() < 0.9 else rnd.randrange(-(2**31), 2**31)
+    if code is None:
+        code = rnd.choice(REQUEST_CODES) if rnd.random() < 0.9 else rnd.randrange(-(2**31), 2**31)
     body = rnd.choice(GARBAGE_BODIES)
     if kind < 0.6:  # a plausible request: real code, garbage extFields and body
         return frame(orjson.dumps({"code": code, "opaque": opaque, "flag": 0, "language": "JAVA",

@@ -32,6 +32,8 @@ BROKEN_WORKERS = 2  # per port
 BROKEN_SHARE = 0.1  # of the frames
 BATCH = 100
 READ_TIMEOUT = 60.0
+RUN_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+             RequestCode.PULL_MESSAGE)
 PROBE = RequestCode.GET_BROKER_CLUSTER_INFO  # answered by both (the broker: not supported)
 # Growth of the server's RSS over the whole run that still counts as bounded.
 RSS_GROWTH_LIMIT_KIB = 96 * 1024
@@ -78,10 +80,12 @@ async def _sound_worker(addr: str, seed: int, budget: int, tally: Tally, keys: l
         while done < budget and not tally.problems:
             sent: set[int] = set()
             chunks = []
+            # Some batches are runs of one send code: the broker hands those to its batch handler.
+            code = rnd.choice(RUN_CODES) if rnd.random() < 0.2 else None
             for _ in range(min(BATCH, budget - done)):
                 opaque += 1
                 sent.add(opaque)
-                chunks.append(sound_frame(rnd, opaque, keys))
+                chunks.append(sound_frame(rnd, opaque, keys, code))
             opaque += 1
             probe = opaque
             sent.add(probe)
