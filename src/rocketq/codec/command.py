@@ -27,6 +27,7 @@ __all__ = [
     "Buffer",
     "RejectedCommand",
     "RemotingCommand",
+    "clip_repr",
     "decode_header",
     "decode_json_header",
     "decode_rocketmq_header",
@@ -324,17 +325,18 @@ def _header_int(obj: dict[str, Any], key: str, default: int) -> int:
         number = value
     elif type(value) is str and _JAVA_INT_TEXT.fullmatch(value):
         if len(value) > _INT_TEXT_MAX:
-            raise ProtocolError(f"header member <{key}> is out of the int range: {_clip(value)}")
+            raise ProtocolError(f"header member <{key}> is out of the int range: {clip_repr(value)}")
         number = int(value)
     else:
-        raise ProtocolError(f"header member <{key}> is not an integer: {_clip(value)}")
+        raise ProtocolError(f"header member <{key}> is not an integer: {clip_repr(value)}")
     if not _INT_MIN <= number <= _INT_MAX:
-        raise ProtocolError(f"header member <{key}> is out of the int range: {_clip(value)}")
+        raise ProtocolError(f"header member <{key}> is out of the int range: {clip_repr(value)}")
     return number
 
 
-def _clip(value: Any) -> str:
-    # A remark quotes the offending value; a megabyte of it would only burden the answer.
+def clip_repr(value: object) -> str:
+    """``repr(value)``, cut to 64 characters: remarks quote offending values, and a megabyte of
+    one would only burden the answer and the log."""
     text = repr(value)
     return text if len(text) <= 64 else text[:61] + "..."
 
@@ -346,7 +348,7 @@ def _language(value: Any) -> int:
         return value
     if value is None:
         return LanguageCode.JAVA
-    raise ProtocolError(f"header member <language> is not a language name or code: {_clip(value)}")
+    raise ProtocolError(f"header member <language> is not a language name or code: {clip_repr(value)}")
 
 
 def _check_serialize_type(value: Any) -> None:
@@ -355,7 +357,8 @@ def _check_serialize_type(value: Any) -> None:
     if value is None or (type(value) is str and value in _SERIALIZE_NAMES) or (
             type(value) is int and value in _SERIALIZE_CODES):
         return
-    raise ProtocolError(f"header member <serializeTypeCurrentRPC> is not JSON or ROCKETMQ: {_clip(value)}")
+    raise ProtocolError(
+        f"header member <serializeTypeCurrentRPC> is not JSON or ROCKETMQ: {clip_repr(value)}")
 
 
 def decode_json_header(data: Buffer) -> RemotingCommand:

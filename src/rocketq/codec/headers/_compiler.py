@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Self, TypeVar
 
+from rocketq.codec.command import clip_repr
 from rocketq.errors import HeaderError
 
 __all__ = ["BoundaryType", "CommandHeader", "Key", "Long", "header"]
@@ -76,24 +77,19 @@ def _parse_number(value: object, key: str, lo: int, hi: int) -> int:
     if isinstance(value, str):
         digits = value[1:] if value[:1] in ("-", "+") else value
         if not digits or not digits.isdecimal():
-            raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)}")
+            raise HeaderError(f"the custom field <{key}> is not a number: {clip_repr(value)}")
         if len(digits) > _DIGITS_MAX:
             # Out of any Java range; and int() refuses past 4,300 digits with a ValueError.
-            raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)} (out of range)")
+            raise HeaderError(f"the custom field <{key}> is not a number: {clip_repr(value)} (out of range)")
         number = int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
         number = value
     else:
-        raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)}")
+        raise HeaderError(f"the custom field <{key}> is not a number: {clip_repr(value)}")
     if not lo <= number <= hi:
-        raise HeaderError(f"the custom field <{key}> is not a number: {_clip(value)} (out of range)")
+        raise HeaderError(f"the custom field <{key}> is not a number: {clip_repr(value)} (out of range)")
     return number
 
-
-def _clip(value: object) -> str:
-    # The remark quotes the value; a megabyte of digits would only burden the answer and the log.
-    text = repr(value)
-    return text if len(text) <= 64 else text[:61] + "..."
 
 
 def _parse_bool(value: object) -> bool:
@@ -117,7 +113,7 @@ def _parse_strict(spec: _FieldSpec, key: str, value: object) -> Any:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    raise HeaderError(f"the custom field <{key}> is not a string: {_clip(value)}")
+    raise HeaderError(f"the custom field <{key}> is not a string: {clip_repr(value)}")
 
 
 def _decode_strict(cls: type, specs: list[_FieldSpec], keys: Mapping[str, str], ext: Any) -> Any:
