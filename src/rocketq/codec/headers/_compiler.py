@@ -91,7 +91,6 @@ def _parse_number(value: object, key: str, lo: int, hi: int) -> int:
     return number
 
 
-
 def _parse_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
