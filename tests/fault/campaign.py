@@ -47,12 +47,13 @@ def split_tracebacks(log: str) -> tuple[list[str], list[str]]:
     return new, known
 
 
-def rss_kib(pid: int) -> int:
-    """VmRSS of a process in KiB (Linux /proc)."""
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident memory in KiB from /proc/PID/status: VmRSS (everything), or RssAnon
+    (the heap alone, without the mapped store files a broker is supposed to touch)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise AssertionError(f"no VmRSS for pid {pid}")
+    raise AssertionError(f"no {field} for pid {pid}")
 
 
 def header_keys() -> list[str]:

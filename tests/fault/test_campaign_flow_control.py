@@ -36,11 +36,7 @@ CLIENT_GROWTH_LIMIT = 48 * 1024
 
 
 def rss_anon_kib(pid: int) -> int:
-    """RssAnon: the heap, without the mapped store files a broker is supposed to touch."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1])
-    raise AssertionError(f"no RssAnon for pid {pid}")
+    return rss_kib(pid, "RssAnon")
 
 
 async def _idle_connections(addr: str, n: int) -> list[asyncio.StreamWriter]:

@@ -38,14 +38,14 @@ def _variants(keys: list[str], rnd: random.Random, random_rounds: int) -> list[V
     return out
 
 
-async def _campaign(tmp_path: Path, caplog: pytest.LogCaptureFixture, random_rounds: int) -> None:
+async def _campaign(tmp_path: Path, caplog: pytest.LogCaptureFixture, random_rounds: int, name: str) -> None:
     caplog.set_level(logging.INFO)
     keys = header_keys()
     rnd = random.Random(9)
     sent = answered = refused = 0
     async with in_process_cluster(tmp_path) as (ns, broker, client):
         targets = [("broker", broker.address, broker.server), ("namesrv", ns.address, ns.remoting_server)]
-        codes = {name: _registered(server) for name, _, server in targets}
+        codes = {role: _registered(server) for role, _, server in targets}
         # Real names among the garbage let requests get past the lookups into the processors.
         assert (await create_topic(client, broker.address, "TopicTest")).code == ResponseCode.SUCCESS
         for q in range(4):
@@ -53,8 +53,8 @@ async def _campaign(tmp_path: Path, caplog: pytest.LogCaptureFixture, random_rou
             assert sent_one.code == ResponseCode.SUCCESS
         assert (await heartbeat(client, broker.address, "127.0.0.1@1", producer_groups=["G"],
                                 consumer_groups={"G": ["TopicTest"]})).code == 0
-        for name, addr, _ in targets:
-            for code in codes[name]:
+        for role, addr, _ in targets:
+            for code in codes[role]:
                 for ext, body in _variants(keys, rnd, random_rounds):
                     request = RemotingCommand.request(code, ext, body)
                     resp = await client.invoke(addr, request, 20)
@@ -64,7 +64,7 @@ async def _campaign(tmp_path: Path, caplog: pytest.LogCaptureFixture, random_rou
                         answered += 1
                         continue
                     refused += 1
-                    assert resp.remark, f"{name} code {code}: answer {resp.code} without a remark for {ext}"
+                    assert resp.remark, f"{role} code {code}: answer {resp.code} without a remark for {ext}"
         # Still serving normally: a route query and a send after all of that.
         async with RemotingClient() as fresh:
             resp = await fresh.invoke(broker.address, RemotingCommand.request(26), 5)  # GET_BROKER_CONFIG
@@ -73,7 +73,7 @@ async def _campaign(tmp_path: Path, caplog: pytest.LogCaptureFixture, random_rou
     known = [r for r in tracebacks if r.getMessage().startswith(KNOWN_ELSEWHERE)]
     tracebacks = [r for r in tracebacks if r not in known]
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    report("request_codes", broker_codes=len(codes["broker"]), namesrv_codes=len(codes["namesrv"]),
+    report(name, broker_codes=len(codes["broker"]), namesrv_codes=len(codes["namesrv"]),
            requests=sent, success=answered, refused=refused, error_lines=len(errors),
            tracebacks=len(tracebacks), known_elsewhere=len(known))
     assert not tracebacks, "\n\n".join(_describe(r) for r in tracebacks[:5])
@@ -92,10 +92,10 @@ def _describe(record: logging.LogRecord) -> str:
 
 async def test_campaign_every_request_code_with_garbage(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    await _campaign(tmp_path, caplog, random_rounds=30)
+    await _campaign(tmp_path, caplog, random_rounds=30, name="request_codes")
 
 
 @pytest.mark.slow
 async def test_campaign_every_request_code_with_garbage_slow(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    await _campaign(tmp_path, caplog, random_rounds=2000)
+    await _campaign(tmp_path, caplog, random_rounds=2000, name="request_codes_slow")
