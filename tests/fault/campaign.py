@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import resource
 import struct
 from pathlib import Path
 
@@ -45,6 +46,18 @@ def split_tracebacks(log: str) -> tuple[list[str], list[str]]:
         excerpt = "\n".join(lines[max(0, i - 1):i + 40])
         (known if message.startswith(KNOWN_ELSEWHERE) else new).append(excerpt)
     return new, known
+
+
+def ensure_fd_limit(needed: int) -> int:
+    """Raise this process's soft limit on open files to at least `needed` (servers started
+    afterwards inherit it); returns the limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    assert soft >= needed, f"`ulimit -n` is {soft} (hard {hard}); this test needs {needed} descriptors"
+    return soft
 
 
 def rss_kib(pid: int, field: str = "VmRSS") -> int:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from campaign import report, rss_kib, split_tracebacks
+from campaign import ensure_fd_limit, report, rss_kib, split_tracebacks
 from faultlib import stop, up
 from tests.harness import start_process
 from tests.wire import create_topic, decode_pull, pull, send_batch, wait_until
@@ -64,6 +64,8 @@ def _last_cache_line(stdout: str) -> dict[str, int]:
 
 
 async def _campaign(tmp_path: Path, *, idle: int, long_polls: int, messages: int, name: str) -> None:
+    # Both ends of every idle connection live on this machine: the broker's side and ours.
+    fd_limit = ensure_fd_limit(idle + long_polls + 512)
     cluster = await up(tmp_path, "--set", "mappedFileSizeCommitLog=67108864")
     healthy_count = 0
     writers: list[asyncio.StreamWriter] = []
@@ -136,7 +138,7 @@ async def _campaign(tmp_path: Path, *, idle: int, long_polls: int, messages: int
             consumer_proc.stop(grace=2.0)
         code = await stop(cluster)
     tracebacks, known = split_tracebacks(cluster.proc.stderr_path.read_text("utf-8", "replace"))
-    report(name, idle_connections=idle, long_polls=long_polls, messages=messages,
+    report(name, fd_limit=fd_limit, idle_connections=idle, long_polls=long_polls, messages=messages,
            healthy_consumed=healthy_count,
            stuck_cached=cache.get("cached"), stuck_cached_bytes=cache.get("cached_bytes"),
            broker_anon_start_kib=broker_anon_start, broker_anon_quarter_kib=broker_anon_quarter,
