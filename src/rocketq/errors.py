@@ -3,6 +3,19 @@
 Every error a server can answer with carries the RocketMQ response code it maps to, so a
 processor raises and the transport turns the exception into a response with that code and the
 message as remark. On the client side `for_code()` turns a response back into the same class.
+
+Errors carry what they are about as fields (``code``, ``broker_addr``, ``topic``), not pasted
+into their text; ``str()`` renders them after the message.
+
+``retriable`` answers one question: may the same request succeed if sent again, to another
+broker? The producer reads it to decide whether a failed send moves to another broker
+(``client/producer/send_call.py``). For broker answers it is True exactly for the response
+codes Java's producer retries on: DefaultMQProducer.retryResponseCodes of 4.9.x
+(TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION, NO_BUYER_ID,
+NOT_IN_CURRENT_UNIT), plus the two that 5.x added and rocketq already retried on
+(SYSTEM_BUSY: an overloaded broker, GO_AWAY: a broker shutting down). Transport failures and
+client-side lookups that a route refresh can fix are retriable too, as Java's producer
+retries every RemotingException and MQClientException.
 """
 
 from __future__ import annotations
@@ -11,27 +24,59 @@ from rocketq.codec.codes import ResponseCode
 
 
 class RocketQError(Exception):
-    """Base of every error rocketq raises on purpose."""
+    """Base of every error rocketq raises on purpose.
+
+    ``broker_addr`` is the server the error came from or concerns, ``topic`` the topic; both
+    are None when they do not apply.
+    """
 
     code: int = ResponseCode.SYSTEM_ERROR
     retriable: bool = False
+    broker_addr: str | None = None
+    topic: str | None = None
 
-    def __init__(self, message: str = "", *, code: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: int | None = None,
+        broker_addr: str | None = None,
+        topic: str | None = None,
+    ) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
+        if broker_addr is not None:
+            self.broker_addr = broker_addr
+        if topic is not None:
+            self.topic = topic
 
     @property
     def remark(self) -> str:
-        return str(self)
+        """The message alone (what a server sends as a response's remark)."""
+        return str(self.args[0]) if self.args else ""
+
+    def _fields_text(self) -> str:
+        text = ""
+        if self.topic is not None:
+            text += f"  TOPIC: {self.topic}"
+        if self.broker_addr is not None:
+            text += f"  BROKER: {self.broker_addr}"
+        return text
+
+    def __str__(self) -> str:
+        return self.remark + self._fields_text()
 
 
 class ProtocolError(RocketQError):
     """Bytes that do not form a valid RemotingCommand, header or message.
 
     The codec raises only this (or a subclass) for any input, however malformed; a transport that
-    sees it on a frame closes that connection.
+    sees it on a frame closes that connection. Retriable: an answer one peer garbled, another
+    peer may answer properly.
     """
+
+    retriable = True
 
 
 class FrameTooLarge(ProtocolError):
@@ -93,14 +138,30 @@ class RemotingSendError(RemotingError):
 
 
 class ServerError(RocketQError):
-    """An error answered by a server with a response code; raised by processors, seen by clients."""
+    """An error answered by a server with a response code; raised by processors, seen by clients.
+
+    One a client received (``for_code``) shows its code as RocketMQ's MQBrokerException does:
+    ``CODE: 17  DESC: <remark>  BROKER: <addr>``.
+    """
+
+    answered: bool = False
+
+    def __str__(self) -> str:
+        if not self.answered:
+            return super().__str__()
+        return f"CODE: {self.code}  DESC: {self.remark}{self._fields_text()}"
 
 
 class SystemError_(ServerError):  # noqa: N801 - RocketMQ's SYSTEM_ERROR; trailing _ avoids the builtin
+    """Retriable: Java's producer retries SYSTEM_ERROR on another broker."""
+
     code = ResponseCode.SYSTEM_ERROR
+    retriable = True
 
 
 class SystemBusy(ServerError):
+    """Retriable: an overloaded broker; another may take the request (retried by Java 5.x, not 4.9.x)."""
+
     code = ResponseCode.SYSTEM_BUSY
     retriable = True
 
@@ -114,16 +175,45 @@ class MessageIllegal(ServerError):
 
 
 class ServiceNotAvailable(ServerError):
+    """Retriable: this broker cannot serve now (slave, shutting down, store not writable)."""
+
     code = ResponseCode.SERVICE_NOT_AVAILABLE
     retriable = True
 
 
 class NoPermission(ServerError):
+    """Retriable: the refusal is this broker's (a broker whose write permission was wiped keeps
+    answering it while others of the topic take sends); Java's producer retries it too."""
+
     code = ResponseCode.NO_PERMISSION
+    retriable = True
 
 
 class TopicNotExist(ServerError):
+    """Retriable: another broker of the route may carry the topic (or auto-create it)."""
+
     code = ResponseCode.TOPIC_NOT_EXIST
+    retriable = True
+
+
+class NoBuyerId(ServerError):
+    """Retriable, as in Java's producer (a Taobao-era code no rocketq broker answers)."""
+
+    code = ResponseCode.NO_BUYER_ID
+    retriable = True
+
+
+class NotInCurrentUnit(ServerError):
+    """Retriable, as in Java's producer (unit mode; no rocketq broker answers it)."""
+
+    code = ResponseCode.NOT_IN_CURRENT_UNIT
+    retriable = True
+
+
+class GoAway(ServerError):
+    """Retriable: a 5.x broker shutting down asks the client to go elsewhere (retried by Java 5.3)."""
+
+    code = ResponseCode.GO_AWAY
     retriable = True
 
 
@@ -191,6 +281,9 @@ _BY_CODE: dict[int, type[ServerError]] = {
         ServiceNotAvailable,
         NoPermission,
         TopicNotExist,
+        NoBuyerId,
+        NotInCurrentUnit,
+        GoAway,
         TopicExistAlready,
         QueryNotFound,
         SubscriptionParseFailed,
@@ -203,10 +296,14 @@ _BY_CODE: dict[int, type[ServerError]] = {
 }
 
 
-def for_code(code: int, remark: str | None = None) -> ServerError:
+def for_code(
+    code: int, remark: str | None = None, *, broker_addr: str | None = None, topic: str | None = None
+) -> ServerError:
     """The exception a client raises for a response with this code (unknown codes keep the code)."""
     cls = _BY_CODE.get(code, ServerError)
-    return cls(remark or f"response code {code}", code=code)
+    err = cls(remark or "", code=code, broker_addr=broker_addr, topic=topic)
+    err.answered = True
+    return err
 
 
 # -- client side (MQClientException / MQBrokerException) --------------------------------------------

@@ -6,8 +6,9 @@ callback on the response future; no Task per message, so thousands of sends can 
 one connection. Only the slow steps (fetching a route, connecting) run as small coroutines, and
 their completion re-enters the state machine.
 
-Retries: a failed attempt (transport error, or a broker code RocketMQ retries on) moves to a
-queue of another broker, within the send timeout, which covers all attempts together.
+Retries: a failed attempt whose error is ``retriable`` (a transport failure, or a broker answer
+whose code Java's producer retries on: see ``rocketq.errors``) moves to a queue of another broker,
+within the send timeout, which covers all attempts together.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.producer.kernel import PreparedSend
 from rocketq.client.producer.selector import SelectorLike, select_queue
 from rocketq.client.route import TopicPublishInfo
-from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.codes import RequestCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.errors import (
     BrokerNotFound,
@@ -40,23 +41,10 @@ from rocketq.remoting import Channel
 if TYPE_CHECKING:
     from rocketq.client.producer.producer import Producer
 
-__all__ = ["RETRY_RESPONSE_CODES", "SendCall", "SendTarget"]
+__all__ = ["SendCall", "SendTarget"]
 
 log = logging.getLogger("rocketq.client")
 
-# Broker answers after which the Java producer tries another broker (PROTOCOL.md §2.2).
-RETRY_RESPONSE_CODES: Final = frozenset(
-    {
-        ResponseCode.TOPIC_NOT_EXIST,
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        ResponseCode.SYSTEM_ERROR,
-        ResponseCode.SYSTEM_BUSY,
-        ResponseCode.NO_PERMISSION,
-        ResponseCode.NO_BUYER_ID,
-        ResponseCode.NOT_IN_CURRENT_UNIT,
-        ResponseCode.GO_AWAY,
-    }
-)
 _SEND_V2: Final = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH: Final = int(RequestCode.SEND_BATCH_MESSAGE)
 _RUNNING: Final = ServiceState.RUNNING
@@ -272,13 +260,13 @@ class SendCall:
             result = process_send_response(response.result(), mq.broker_name, prep.topic, prep.msg_id,
                                            self.addr, mq)
         except ServerError as e:
-            if e.code in RETRY_RESPONSE_CODES:
+            if e.retriable:
                 self._attempt_failed(e, True)
             else:
                 self._report_latency(mq, False)
                 self._fail(e)
             return
-        except ProtocolError as e:
+        except ProtocolError as e:  # a broker that answers garbage: try another
             self._attempt_failed(e, True)
             return
         if p.fault_strategy.enabled:
@@ -304,7 +292,7 @@ class SendCall:
         broker = mq.broker_name if mq is not None else None
         if mq is not None:
             self._report_latency(mq, isolation)
-        if not isinstance(exc, RocketQError):
+        if not isinstance(exc, RocketQError) or not exc.retriable:
             self._fail(exc)
             return
         log.warning("send to broker[%s] of topic %s failed (attempt %d of %d): %s",
