@@ -1,6 +1,6 @@
 """The producer against a real ``rocketq up`` process: what it sends is what the broker stores.
 
-Every message is read back with the client's own PULL (``MQClientAPI.pull_message``), so these
+Every message is read back with the client's own pull path (``PullAPIWrapper``), so these
 tests cover send, route lookup (incl. the TBW102 auto-create fallback), pull decoding, tags,
 keys, UNIQ_KEY ids, ordering by selector, batches, compression, one-way, delay levels, the sync
 facade, and the errors raised before anything is sent.
@@ -19,9 +19,9 @@ from tests.harness import Cluster, module_cluster, small_store, unique_name
 import rocketq
 from rocketq.aio import Producer
 from rocketq.client.api import PULL_SYS_FLAG_SUBSCRIPTION, MQClientAPI
+from rocketq.client.consumer.pull_api import PullAPIWrapper, one_off_subscription
 from rocketq.client.message import Message, MessageExt, MessageQueue, PullStatus, SendStatus
 from rocketq.client.producer import SelectMessageQueueByHash
-from rocketq.codec.headers import PullMessageRequestHeader
 from rocketq.codec.message import MessageSysFlag
 from rocketq.errors import (
     GroupAlreadyRegistered,
@@ -44,13 +44,10 @@ async def pull_all(api: MQClientAPI, addr: str, mq: MessageQueue, *, expect: int
     out: list[MessageExt] = []
     offset = 0
     deadline = time.monotonic() + timeout
+    pull_api = PullAPIWrapper(api, "CID_PRODUCER_TEST")
+    sub = one_off_subscription(mq.topic, tags)
     while len(out) < expect:
-        header = PullMessageRequestHeader(
-            consumer_group="CID_PRODUCER_TEST", topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
-            max_msg_nums=64, sys_flag=PULL_SYS_FLAG_SUBSCRIPTION, commit_offset=0, suspend_timeout_millis=0,
-            sub_version=0, subscription=tags, expression_type="TAG",
-        )
-        result = await api.pull_message(addr, header, 5.0)
+        result = await pull_api.pull(mq, sub, offset, 64, PULL_SYS_FLAG_SUBSCRIPTION, 5.0, addr=addr)
         out.extend(result.messages)
         offset = result.next_begin_offset
         if result.status is not PullStatus.FOUND:

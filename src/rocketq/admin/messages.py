@@ -12,11 +12,12 @@ from typing import Any
 from rocketq.admin._base import AdminBase
 from rocketq.admin.models import QueryConsumeQueueResult, SendRT
 from rocketq.client.api import PULL_SYS_FLAG_SUBSCRIPTION
+from rocketq.client.consumer.pull_api import PullAPIWrapper, one_off_subscription
 from rocketq.client.message import Message, MessageExt, MessageQueue, PullResult, SendResult
 from rocketq.client.producer.producer import Producer
 from rocketq.codec.codes import RequestCode
 from rocketq.codec.fastjson import loads
-from rocketq.codec.headers import PullMessageRequestHeader, QueryMessageRequestHeader
+from rocketq.codec.headers import QueryMessageRequestHeader
 from rocketq.codec.message import decode_offset_msg_id
 from rocketq.errors import (
     InvalidArgument,
@@ -125,20 +126,10 @@ class MessageAdmin(AdminBase):
         """
         if addr is None:
             addr = await self.find_broker_addr(mq.broker_name)
-        header = PullMessageRequestHeader(
-            consumer_group=TOOLS_CONSUMER_GROUP,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
-            sys_flag=PULL_SYS_FLAG_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=0,
-            subscription=sub_expression,
-            expression_type="TAG",
-        )
-        return await self.api.pull_message(addr, header, self.timeout)
+        sub = one_off_subscription(mq.topic, sub_expression)
+        pull_api = PullAPIWrapper(self.api, TOOLS_CONSUMER_GROUP)
+        flags = PULL_SYS_FLAG_SUBSCRIPTION
+        return await pull_api.pull(mq, sub, offset, max_nums, flags, self.timeout, addr=addr)
 
     async def read_queue(
         self, mq: MessageQueue, begin: int, end: int, sub_expression: str = "*", limit: int | None = None

@@ -5,8 +5,9 @@ value or an exception: a broker's error code becomes the ``rocketq.errors`` clas
 (``MQBrokerError`` when no narrower class exists), transport failures stay ``RemotingError``.
 Timeouts are in seconds (``None``: the config's ``mq_client_api_timeout``).
 
-Pull answers are decoded in bulk, filtered by tag on this side (the broker filters by tag hash
-only) and stamped with MIN_OFFSET / MAX_OFFSET, as the Java client's PullAPIWrapper does.
+A pull answer comes back undecoded (``PullResultExt``): decoding its records, the tag filter and
+the next-broker suggestion belong to the pull wrapper (``rocketq.client.consumer.pull_api``), as
+MQClientAPIImpl.processPullResponse and PullAPIWrapper.processPullResult split it in Java.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
-from collections.abc import Collection, Sequence
-from operator import attrgetter
+from collections.abc import Sequence
 from typing import Any, Final
 
 from rocketq.client.config import ClientConfig
-from rocketq.client.message import MessageExt, MessageQueue, PullResult, PullStatus, SendResult, SendStatus
+from rocketq.client.message import MessageExt, MessageQueue, PullResultExt, PullStatus, SendResult, SendStatus
 from rocketq.codec.bodies import (
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -41,7 +41,6 @@ from rocketq.codec.headers import (
     QueryConsumerOffsetRequestHeader,
     QueryMessageRequestHeader,
     SearchOffsetRequestHeader,
-    SendMessageRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
@@ -71,9 +70,10 @@ __all__ = [
     "PULL_SYS_FLAG_SUSPEND",
     "MQClientAPI",
     "broker_error",
-    "build_send_request",
+    "decode_records",
+    "decompressed",
+    "parse_pull_response",
     "parse_tags",
-    "process_pull_response",
     "process_send_response",
     "vip_address",
 ]
@@ -99,22 +99,18 @@ _PULL_STATUS: Final[dict[int, PullStatus]] = {
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
     ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
-_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
-_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
 _DEFAULT_REGION: Final = "DefaultRegion"
 _COMPRESSED = MessageSysFlag.COMPRESSED_FLAG
-_SYS_FLAG = attrgetter("sys_flag")
 
 
-def broker_error(response: RemotingCommand, addr: str | None = None) -> ServerError:
-    """The exception for an error answer: the code's own class, else MQBrokerError."""
+def broker_error(response: RemotingCommand, addr: str | None = None, topic: str | None = None) -> ServerError:
+    """The exception for an error answer: the code's own class, else MQBrokerError; ``addr``
+    (the server that answered) and ``topic`` become its fields."""
     code = response.code
-    text = f"CODE: {code}  DESC: {response.remark or ''}"
-    if addr:
-        text += f"  BROKER: {addr}"
-    err = for_code(code, text)
+    err = for_code(code, response.remark, broker_addr=addr or None, topic=topic)
     if type(err) is ServerError:
-        return MQBrokerError(text, code=code)
+        err = MQBrokerError(err.remark, code=code, broker_addr=err.broker_addr, topic=topic)
+        err.answered = True
     return err
 
 
@@ -138,13 +134,6 @@ def parse_tags(expression: str | None) -> frozenset[str] | None:
 
 
 # -- send -------------------------------------------------------------------------------------------
-
-
-def build_send_request(
-    header: SendMessageRequestHeader, body: bytes, *, batch: bool = False, oneway: bool = False
-) -> RemotingCommand:
-    """SEND_MESSAGE_V2 (single-letter keys, what Java sends by default) or SEND_BATCH_MESSAGE."""
-    return RemotingCommand.request(_SEND_BATCH if batch else _SEND_V2, header.to_ext_v2(), body, oneway)
 
 
 class _SendResultBuilder:
@@ -191,16 +180,16 @@ def process_send_response(
     """
     status = _SEND_STATUS.get(response.code)
     if status is None:
-        raise broker_error(response, addr)
+        raise broker_error(response, addr, topic)
     ext = response.ext_fields
     if not ext:
-        raise ProtocolError(f"send response from {addr} without a header")
+        raise ProtocolError("send response without a header", broker_addr=addr, topic=topic)
     try:
         queue_id = int(ext["queueId"])
         queue_offset = int(ext["queueOffset"])
         offset_msg_id = ext["msgId"]
     except (KeyError, ValueError) as e:
-        raise ProtocolError(f"malformed send response header from {addr}: {e!r}") from None
+        raise ProtocolError(f"malformed send response header: {e!r}", broker_addr=addr, topic=topic) from None
     if mq is None or mq.queue_id != queue_id or mq.topic != topic:
         mq = MessageQueue(topic, broker_name, queue_id)
     return _send_result(
@@ -218,16 +207,18 @@ def process_send_response(
 # -- pull -------------------------------------------------------------------------------------------
 
 
-def _decompressed(msg: MessageExt) -> MessageExt:
+def decompressed(msg: MessageExt) -> MessageExt:
+    """``msg`` with its body inflated when the producer compressed it."""
     if msg.sys_flag & _COMPRESSED:
         return dataclasses.replace(msg, body=decompress_body(msg.body, msg.sys_flag))
     return msg
 
 
-def _decode_tolerant(
+def decode_records(
     body: bytes | bytearray | memoryview, addr: str | None, extra_properties: str = ""
 ) -> list[MessageExt]:
-    """Every record of a pull body; a corrupt record ends the batch, as in MessageDecoder.decodes."""
+    """Every record of a pull or query body; a corrupt record ends the batch, as in
+    MessageDecoder.decodes (``ProtocolError`` only when not even the first one decodes)."""
     try:
         return decode_messages(body, extra_properties)
     except ProtocolError as first:
@@ -242,50 +233,34 @@ def _decode_tolerant(
             msg.properties.update(extra)
             out.append(msg)
         if not out:
-            raise ProtocolError(f"undecodable pull body from {addr}: {first}") from None
+            raise ProtocolError(f"undecodable pull body: {first.remark}", broker_addr=addr) from None
         log.warning("pull body from %s: decoded %d messages, then %s", addr, len(out), first)
         return out
 
 
-def process_pull_response(
-    response: RemotingCommand,
-    addr: str | None = None,
-    tags: Collection[str] | None = None,
-    *,
-    decompress: bool = True,
-) -> PullResult:
-    """A pull answer -> PullResult; codes other than the four pull outcomes raise."""
+def parse_pull_response(
+    response: RemotingCommand, addr: str | None = None, topic: str | None = None
+) -> PullResultExt:
+    """A pull answer -> PullResultExt (records left undecoded); codes other than the four pull
+    outcomes raise the error of their code."""
     status = _PULL_STATUS.get(response.code)
     if status is None:
-        raise broker_error(response, addr)
+        raise broker_error(response, addr, topic)
     ext = response.ext_fields
     if ext is None:
-        raise ProtocolError(f"pull response from {addr} without a header")
+        raise ProtocolError("pull response without a header", broker_addr=addr, topic=topic)
     try:
         next_begin = int(ext["nextBeginOffset"])
-        min_text = ext["minOffset"]
-        max_text = ext["maxOffset"]
-        min_offset = int(min_text)
-        max_offset = int(max_text)
+        min_offset = int(ext["minOffset"])
+        max_offset = int(ext["maxOffset"])
         suggest = int(ext.get("suggestWhichBrokerId", "0"))
     except (KeyError, ValueError) as e:
-        raise ProtocolError(f"malformed pull response header from {addr}: {e!r}") from None
-    messages: list[MessageExt] = []
+        raise ProtocolError(f"malformed pull response header: {e!r}", broker_addr=addr, topic=topic) from None
+    body: bytes | bytearray | memoryview = b""
     if status is PullStatus.FOUND:
-        body = response.body
-        if not isinstance(body, bytes | bytearray | memoryview):
-            body = response.body_bytes()
-        if len(body):
-            # MIN_OFFSET / MAX_OFFSET ride along as properties text appended to each record's (the
-            # later key wins), so no message pays for a dict unless someone reads its properties.
-            # The leading separator closes a stored string written without its trailing one.
-            stamp = f"\x02MIN_OFFSET\x01{min_text}\x02MAX_OFFSET\x01{max_text}\x02"
-            messages = _decode_tolerant(body, addr, stamp)
-        if tags:
-            messages = [m for m in messages if m.tags in tags]
-        if decompress and any(map(_COMPRESSED.__and__, map(_SYS_FLAG, messages))):
-            messages = [_decompressed(m) for m in messages]
-    return PullResult(status, next_begin, min_offset, max_offset, messages, suggest)
+        raw = response.body
+        body = raw if isinstance(raw, bytes | bytearray | memoryview) else response.body_bytes()
+    return PullResultExt(status, next_begin, min_offset, max_offset, suggest, body)
 
 
 class MQClientAPI:
@@ -356,57 +331,23 @@ class MQClientAPI:
         )
         response = await self.invoke_namesrv(request, timeout)
         if response.code != ResponseCode.SUCCESS:
-            raise broker_error(response)
+            raise broker_error(response, topic=topic)
         return TopicRouteData.from_json(response.body_bytes())
-
-    # -- send -------------------------------------------------------------------------------------
-
-    async def send_message(
-        self,
-        addr: str,
-        broker_name: str,
-        topic: str,
-        header: SendMessageRequestHeader,
-        body: bytes,
-        msg_id: str,
-        timeout: float | None = None,
-        *,
-        batch: bool = False,
-    ) -> SendResult:
-        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE; ``topic`` and ``msg_id`` go into the SendResult."""
-        addr = self._broker(addr)
-        request = build_send_request(header, body, batch=batch)
-        response = await self.remoting_client.invoke(addr, request, self._timeout(timeout))
-        return process_send_response(response, broker_name, topic, msg_id, addr)
-
-    async def send_message_oneway(
-        self, addr: str, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
-    ) -> None:
-        request = build_send_request(header, body, batch=batch, oneway=True)
-        await self.remoting_client.invoke_oneway(self._broker(addr), request, self._default_timeout)
 
     # -- pull -------------------------------------------------------------------------------------
 
     async def pull_message(
-        self,
-        addr: str,
-        header: PullMessageRequestHeader,
-        timeout: float,
-        *,
-        tags: Collection[str] | None = None,
-    ) -> PullResult:
-        """PULL_MESSAGE (LITE_PULL_MESSAGE when the lite-pull flag is set).
+        self, addr: str, header: PullMessageRequestHeader, timeout: float
+    ) -> PullResultExt:
+        """PULL_MESSAGE (LITE_PULL_MESSAGE when the lite-pull flag is set), records undecoded.
 
-        ``tags`` filters the messages found (None: the header's TAG subscription, if it has one).
         ``timeout`` must cover the long-poll hold (suspend_timeout_millis) plus the round trip.
         """
         lite = header.sys_flag & PULL_SYS_FLAG_LITE_PULL
         code = RequestCode.LITE_PULL_MESSAGE if lite else RequestCode.PULL_MESSAGE
-        if tags is None and header.subscription and (header.expression_type or "TAG") == "TAG":
-            tags = parse_tags(header.subscription)
         request = RemotingCommand.request(code, header.to_ext())
         response = await self.remoting_client.invoke(addr, request, timeout)
-        return process_pull_response(response, addr, tags, decompress=self.config.decode_decompress_body)
+        return parse_pull_response(response, addr, header.topic)
 
     # -- offsets ----------------------------------------------------------------------------------
 
@@ -443,7 +384,7 @@ class MQClientAPI:
         try:
             return int((response.ext_fields or {})[key])
         except (KeyError, ValueError):
-            raise ProtocolError(f"response from {addr} has no valid <{key}>") from None
+            raise ProtocolError(f"response has no valid <{key}>", broker_addr=addr) from None
 
     async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
         """The queue's max offset (the index the next message gets)."""
@@ -578,7 +519,7 @@ class MQClientAPI:
         if response.code != ResponseCode.SUCCESS:
             raise broker_error(response, addr)
         msg, _ = decode_message(response.body_bytes())
-        return _decompressed(msg)
+        return decompressed(msg)
 
     async def query_message(
         self, addr: str, header: QueryMessageRequestHeader, timeout: float | None = None
@@ -590,6 +531,6 @@ class MQClientAPI:
         if response.code != ResponseCode.SUCCESS:
             raise broker_error(response, addr)
         body = response.body_bytes()
-        msgs = _decode_tolerant(body, addr) if body else []
-        return [_decompressed(m) for m in msgs]
+        msgs = decode_records(body, addr) if body else []
+        return [decompressed(m) for m in msgs]
 

@@ -20,6 +20,7 @@ __all__ = [
     "MessageExt",
     "MessageQueue",
     "PullResult",
+    "PullResultExt",
     "PullStatus",
     "SendResult",
     "SendStatus",
@@ -116,3 +117,17 @@ class PullResult:
     @property
     def msg_found_list(self) -> list[MessageExt]:
         return self.messages
+
+
+@dataclass(frozen=True, slots=True)
+class PullResultExt:
+    """A pull answer before its records are decoded (RocketMQ's PullResultExt): what the broker
+    said in the header, and the raw stored records. ``PullAPIWrapper.process_pull_result`` turns
+    it into a ``PullResult``; bulk readers (Spark) read ``message_binary`` themselves."""
+
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int
+    message_binary: bytes | bytearray | memoryview = b""

@@ -1,9 +1,9 @@
 """What the connector asks of a RocketMQ cluster, as blocking calls for Spark's Python code.
 
-Routes, offsets and offset commits go through the client SDK's ``MQClientAPI``; pulls and batch
-sends are issued here directly on its ``RemotingClient`` because the connector wants the raw
-answer bodies (the bulk Arrow decoder reads the stored records itself) and batch bodies built
-in bulk, not per-message objects.
+Routes, offsets and offset commits go through the client SDK's ``MQClientAPI``; pulls through its
+pull wrapper, stopping before the records are decoded (the bulk Arrow decoder reads the stored
+records itself); batch sends are issued here directly on its ``RemotingClient`` because their
+bodies are built in bulk, not from per-message objects.
 
 Spark calls are synchronous, so a ``BrokerSession`` owns a private event loop running in its
 own thread; blocking methods hand it a coroutine and wait for the result, every call with a
@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from rocketq.client.api import MQClientAPI
+from rocketq.client.api import PULL_SYS_FLAG_SUBSCRIPTION, MQClientAPI
 from rocketq.client.config import ClientConfig
-from rocketq.codec.bodies import MessageQueue, TopicList, TopicRouteData
+from rocketq.client.consumer.pull_api import PullAPIWrapper, one_off_subscription
+from rocketq.client.message import PullResultExt, PullStatus
+from rocketq.codec.bodies import MessageQueue, SubscriptionData, TopicList, TopicRouteData
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import BoundaryType, SendMessageRequestHeader, UpdateConsumerOffsetRequestHeader
@@ -42,7 +44,6 @@ T = TypeVar("T")
 PERM_READ = 4
 PERM_WRITE = 2
 MASTER_ID = 0
-PULL_FLAG_SUBSCRIPTION = 0x4
 SEND_OK_CODES = frozenset({0, 10, 11, 12})  # SEND_OK, FLUSH_DISK/SLAVE timeouts, SLAVE_NOT_AVAILABLE
 
 
@@ -83,6 +84,7 @@ class BrokerSession:
         self._remoting = RemotingClient(connect_timeout=min(timeout, 3.0))
         self.api = MQClientAPI(self._remoting, config)
         self.api.update_name_server_address_list(namesrv)
+        self.pull_api = PullAPIWrapper(self.api, group)
         self._loop = new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="rocketq-spark-io", daemon=True)
         self._thread.start()
@@ -208,15 +210,11 @@ class BrokerSession:
 
     # -- pull ------------------------------------------------------------------------------------
 
-    async def _pull(self, ref: QueueRef, offset: int, max_nums: int, subscription: str) -> RemotingCommand:
-        ext = {
-            "consumerGroup": self.group, "topic": ref.topic, "queueId": str(ref.queue_id),
-            "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": str(PULL_FLAG_SUBSCRIPTION),
-            "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": subscription,
-            "subVersion": "0", "expressionType": "TAG", "bname": ref.broker,
-        }
-        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
-        return await self._remoting.invoke(ref.addr, request, self.timeout)
+    async def _pull(self, mq: MessageQueue, addr: str, offset: int, max_nums: int,
+                    sub: SubscriptionData) -> PullResultExt:
+        _, answer = await self.pull_api.pull_kernel(mq, sub, offset, max_nums, PULL_SYS_FLAG_SUBSCRIPTION,
+                                                    self.timeout, addr=addr)
+        return answer
 
     def pull_range(
         self,
@@ -271,8 +269,7 @@ class BrokerSession:
         request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header.to_ext_v2(), body)
         response = await self._remoting.invoke(ref.addr, request, self.timeout * 2)
         if response.code not in SEND_OK_CODES:
-            raise for_code(response.code, f"send to {ref.broker}/{ref.topic}/{ref.queue_id} failed: "
-                                          f"{response.remark}")
+            raise for_code(response.code, response.remark, broker_addr=ref.addr, topic=ref.topic)
         return count
 
 
@@ -349,19 +346,20 @@ class _PullState:
                  window: int, batch: int, on_loss: Callable[[QueueRef, int, int], None] | None) -> None:
         self.s = session
         self.ref = ref
+        self.mq = MessageQueue(ref.topic, ref.broker, ref.queue_id)
         self.end = end
-        self.sub = subscription
+        self.sub = one_off_subscription(ref.topic, subscription)
         self.window = window
         self.step = batch
         self.step_known = window == 1
         self.on_loss = on_loss
         self.cursor = start
         self.next_issue = start
-        self.pending: deque[tuple[int, int, asyncio.Task[RemotingCommand]]] = deque()
+        self.pending: deque[tuple[int, int, asyncio.Task[PullResultExt]]] = deque()
         self.done = start >= end
 
     def _issue(self, offset: int, count: int, front: bool = False) -> None:
-        task = asyncio.ensure_future(self.s._pull(self.ref, offset, count, self.sub))
+        task = asyncio.ensure_future(self.s._pull(self.mq, self.ref.addr, offset, count, self.sub))
         if front:
             self.pending.appendleft((offset, count, task))
         else:
@@ -383,15 +381,21 @@ class _PullState:
                     self.next_issue = self.cursor
                 continue
             offset, count, task = self.pending.popleft()
-            response = await task
+            try:
+                answer: PullResultExt | None = await task
+            except TopicNotExist:
+                answer = None
             if offset + count <= self.cursor:
                 continue  # already skipped past (data loss handling)
-            code = response.code
-            ext = response.ext_fields or {}
-            nxt = int(ext.get("nextBeginOffset", offset))
-            if code == ResponseCode.SUCCESS:
-                body = response.body
-                assert isinstance(body, (bytes, bytearray, memoryview)), "a received body is one buffer"
+            found = False
+            if answer is None:  # the topic is gone: the rest of the plan is lost
+                if self.on_loss is not None:
+                    self.on_loss(self.ref, offset, self.end)
+                covered = self.end
+            elif answer.status is PullStatus.FOUND:
+                found = True
+                nxt = answer.next_begin_offset
+                body = answer.message_binary
                 bodies.append(body)
                 size += len(body)
                 if not self.step_known:
@@ -400,26 +404,20 @@ class _PullState:
                         self.step = got
                     self.step_known = True
                 covered = nxt
-            elif code == ResponseCode.PULL_RETRY_IMMEDIATELY:
-                covered = nxt
-            elif code == ResponseCode.PULL_NOT_FOUND:
+            elif answer.status is PullStatus.NO_MATCHED_MSG:
+                covered = answer.next_begin_offset
+            elif answer.status is PullStatus.NO_NEW_MSG:
                 covered = self.end  # nothing at this offset yet: the queue ends before the plan
-            elif code == ResponseCode.PULL_OFFSET_MOVED:
+            else:  # OFFSET_ILLEGAL
+                nxt = answer.next_begin_offset
                 if nxt > offset:
                     if self.on_loss is not None:
                         self.on_loss(self.ref, offset, nxt)
                     covered = nxt
                 else:
                     covered = self.end
-            elif code == ResponseCode.TOPIC_NOT_EXIST:
-                if self.on_loss is not None:
-                    self.on_loss(self.ref, offset, self.end)
-                covered = self.end
-            else:
-                raise for_code(code, f"pull {self.ref.topic}/{self.ref.broker}/{self.ref.queue_id}@{offset} "
-                                     f"failed: {response.remark}")
             if covered <= offset:
-                covered = offset + 1 if code == ResponseCode.SUCCESS else self.end
+                covered = offset + 1 if found else self.end
             self.cursor = max(self.cursor, min(covered, self.end))
             if self.cursor >= self.end:
                 self.done = True

@@ -1,4 +1,6 @@
-"""MQClientAPI: response decoding (pull, send, errors) and each RPC against a scripted server."""
+"""MQClientAPI: response decoding (send, pull headers, errors) and each RPC against a scripted server.
+
+Decoding pulled records and the pull wrapper are tested in test_pull_api.py."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ import pytest
 from rocketq.client.api import (
     MQClientAPI,
     broker_error,
+    parse_pull_response,
     parse_tags,
-    process_pull_response,
     process_send_response,
     vip_address,
 )
@@ -65,44 +67,29 @@ def pull_response(code: int, body: bytes = b"", **ext: str) -> RemotingCommand:
     return RemotingCommand.response(code, None, fields, memoryview(body))
 
 
-def test_pull_found_decodes_filters_stamps_and_decompresses() -> None:
-    big = b"z" * 5000
-    body = stored(0, "A") + stored(1, "B") + stored(
-        2, "A", zlib.compress(big), MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB)
-    r = process_pull_response(pull_response(0, body), "addr")
-    assert r.status is PullStatus.FOUND and (r.next_begin_offset, r.min_offset, r.max_offset) == (3, 0, 9)
-    assert [m.properties["UNIQ_KEY"] for m in r.messages] == ["U0", "U1", "U2"]
-    assert r.messages[2].body == big
-    assert all(m.properties["MIN_OFFSET"] == "0" and m.properties["MAX_OFFSET"] == "9" for m in r.messages)
-    only_a = process_pull_response(pull_response(0, body), "addr", frozenset({"A"}))
-    assert [m.uniq_key for m in only_a.messages] == ["U0", "U2"]
-    assert process_pull_response(pull_response(0, body), None, frozenset({"C"})).messages == []
-    raw = process_pull_response(pull_response(0, body), None, decompress=False)
-    assert raw.messages[2].body == zlib.compress(big)
-    assert r.pull_status is r.status and r.msg_found_list is r.messages
-
-
 @pytest.mark.parametrize(("code", "status"), [
+    (ResponseCode.SUCCESS, PullStatus.FOUND),
     (ResponseCode.PULL_NOT_FOUND, PullStatus.NO_NEW_MSG),
     (ResponseCode.PULL_RETRY_IMMEDIATELY, PullStatus.NO_MATCHED_MSG),
     (ResponseCode.PULL_OFFSET_MOVED, PullStatus.OFFSET_ILLEGAL),
 ])
-def test_pull_statuses(code: int, status: PullStatus) -> None:
-    r = process_pull_response(pull_response(code, nextBeginOffset="7"))
-    assert r.status is status and r.next_begin_offset == 7 and r.messages == []
+def test_pull_statuses_leave_the_records_undecoded(code: int, status: PullStatus) -> None:
+    r = parse_pull_response(pull_response(code, b"records", nextBeginOffset="7", suggestWhichBrokerId="1"))
+    assert r.status is status and r.next_begin_offset == 7 and (r.min_offset, r.max_offset) == (0, 9)
+    assert r.suggest_which_broker_id == 1
+    assert bytes(r.message_binary) == (b"records" if status is PullStatus.FOUND else b"")
 
 
-def test_pull_errors_and_garbage() -> None:
-    with pytest.raises(SystemBusy):
-        process_pull_response(pull_response(ResponseCode.SYSTEM_BUSY))
+def test_pull_error_answers_carry_code_broker_and_topic() -> None:
+    with pytest.raises(SystemBusy) as e:
+        parse_pull_response(pull_response(ResponseCode.SYSTEM_BUSY), "1.2.3.4:5", "T")
+    assert (e.value.code, e.value.broker_addr, e.value.topic) == (ResponseCode.SYSTEM_BUSY, "1.2.3.4:5", "T")
+    assert str(e.value) == "CODE: 2  DESC:   TOPIC: T  BROKER: 1.2.3.4:5"
+    with pytest.raises(ProtocolError) as bad:
+        parse_pull_response(RemotingCommand.response(0, None, None), "1.2.3.4:5")
+    assert bad.value.broker_addr == "1.2.3.4:5"
     with pytest.raises(ProtocolError):
-        process_pull_response(RemotingCommand.response(0, None, None))
-    with pytest.raises(ProtocolError):
-        process_pull_response(pull_response(0, minOffset="x"))
-    with pytest.raises(ProtocolError):
-        process_pull_response(pull_response(0, b"\x00\x00\x00\x30garbage-garbage-garbage-garbage-garbage!"))
-    partial = process_pull_response(pull_response(0, stored(0) + stored(1) + b"\xff" * 20))
-    assert [m.uniq_key for m in partial.messages] == ["U0", "U1"]
+        parse_pull_response(pull_response(0, minOffset="x"))
 
 
 def test_send_response_mapping() -> None:
@@ -123,8 +110,10 @@ def test_send_response_mapping() -> None:
 
 def test_helpers() -> None:
     assert isinstance(broker_error(RemotingCommand.response(1, "x")), SystemError_)
-    err = broker_error(RemotingCommand.response(777, "odd"), "1.2.3.4:5")
-    assert isinstance(err, MQBrokerError) and err.code == 777 and "1.2.3.4:5" in str(err)
+    err = broker_error(RemotingCommand.response(777, "odd"), "1.2.3.4:5", "T")
+    assert isinstance(err, MQBrokerError) and err.code == 777
+    assert (err.remark, err.broker_addr, err.topic) == ("odd", "1.2.3.4:5", "T")
+    assert str(err) == "CODE: 777  DESC: odd  TOPIC: T  BROKER: 1.2.3.4:5"
     assert parse_tags("*") is None and parse_tags(None) is None and parse_tags(" ") is None
     assert parse_tags("A || B ||C") == {"A", "B", "C"}
     assert vip_address("10.0.0.1:10911") == "10.0.0.1:10909" and vip_address("junk") == "junk"
@@ -273,12 +262,10 @@ async def test_pull_view_and_query(scripted: Scripted, api: MQClientAPI) -> None
     scripted.on(RequestCode.QUERY_MESSAGE, RemotingCommand.response(ResponseCode.QUERY_NOT_FOUND))
     header = PullMessageRequestHeader("G", "T", 0, 0, 32, 0x4, 0, 0, 0, subscription="B")
     r = await api.pull_message(a, header, 2.0)
-    assert [m.tags for m in r.messages] == ["B"]  # the header's subscription filters
-    r = await api.pull_message(a, header, 2.0, tags=frozenset({"A", "B"}))
-    assert len(r.messages) == 2
+    assert r.status is PullStatus.FOUND and bytes(r.message_binary) == stored(0, "A") + stored(1, "B")
     lite = PullMessageRequestHeader("G", "T", 0, 0, 32, 0x4 | 0x10, 0, 0, 0, subscription="*")
-    assert len((await api.pull_message(a, lite, 2.0)).messages) == 1
-    assert [q.code for q in scripted.requests] == [11, 11, 361]
+    assert bytes((await api.pull_message(a, lite, 2.0)).message_binary) == stored(0, "A")
+    assert [q.code for q in scripted.requests] == [11, 361]
     assert (await api.view_message(a, 500)).body == big
     query = QueryMessageRequestHeader("T", "k", 32, 0, 1)
     assert await api.query_message(a, query) == []

@@ -25,30 +25,17 @@ from typing import Any
 from rocketq.client.api import PULL_SYS_FLAG_LITE_PULL, PULL_SYS_FLAG_SUBSCRIPTION, PULL_SYS_FLAG_SUSPEND
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.consumer.assigned_queue import AssignedQueue, PolledBatch, settle
+from rocketq.client.consumer.inner import ConsumerInner
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.stats import ConsumerStatsManager
-from rocketq.client.consumer.subscription import (
-    build_subscription,
-    check_subscribe_topic,
-    reset_retry_topic,
-    split_options,
-)
-from rocketq.client.consumer.types import DEFAULT_CONSUMER_GROUP, LitePullConsumerConfig
-from rocketq.client.instance import MQClientInstance, MQClientManager
+from rocketq.client.consumer.subscription import build_subscription, check_subscribe_topic, reset_retry_topic
+from rocketq.client.consumer.types import LitePullConsumerConfig
 from rocketq.client.message import PullStatus
-from rocketq.client.offset_store import (
-    LocalFileOffsetStore,
-    OffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-)
-from rocketq.client.producer.validators import check_group
+from rocketq.client.offset_store import ReadOffsetType
 from rocketq.client.rebalance.allocate import allocate_strategy
-from rocketq.client.rebalance.impl import RebalanceLitePullImpl, broker_addr_for_admin, retry_topic
-from rocketq.codec.bodies import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
-from rocketq.codec.headers import PullMessageRequestHeader
+from rocketq.client.rebalance.impl import RebalanceLitePullImpl, broker_addr_for_admin
+from rocketq.codec.bodies import ConsumeType, MessageModel, MessageQueue, SubscriptionData
 from rocketq.codec.message import MessageExt
-from rocketq.errors import GroupAlreadyRegistered, InvalidArgument, ServiceStateError
+from rocketq.errors import InvalidArgument, ServiceStateError
 
 __all__ = ["LitePullConsumer", "SubscriptionType"]
 
@@ -65,9 +52,12 @@ class SubscriptionType(enum.Enum):
     ASSIGN = "ASSIGN"
 
 
-class LitePullConsumer:
+class LitePullConsumer(ConsumerInner):
     """``LitePullConsumer(group, namesrv_addr=..., **fields)`` takes any LitePullConsumerConfig or
     ClientConfig field (``auto_commit``, ``pull_batch_size``, ``message_model``, ...)."""
+
+    CONSUME_TYPE = ConsumeType.CONSUME_ACTIVELY
+    config: LitePullConsumerConfig
 
     def __init__(
         self,
@@ -78,21 +68,13 @@ class LitePullConsumer:
         config_base: ClientConfig | None = None,
         **fields: Any,
     ) -> None:
-        self.config: LitePullConsumerConfig = split_options(
-            LitePullConsumerConfig, consumer_group, namesrv_addr, config, config_base, fields
-        )
+        super().__init__(LitePullConsumerConfig, consumer_group, namesrv_addr, config, config_base, fields)
         cfg = self.config
-        self.consumer_group = cfg.consumer_group
-        self._group_wire = cfg.with_namespace(cfg.consumer_group)
-        self.service_state = ServiceState.CREATE_JUST
         self.subscription_type = SubscriptionType.NONE
         self.auto_commit = cfg.auto_commit
-        self.stats = ConsumerStatsManager()
-        self.offset_store: OffsetStore = None  # type: ignore[assignment]  # bound at start
         self.rebalance_impl = RebalanceLitePullImpl(
             self, self._group_wire, cfg.message_model, allocate_strategy(cfg.allocate_message_queue_strategy)
         )
-        self._client: MQClientInstance | None = None
         self._assigned: dict[MessageQueue, AssignedQueue] = {}
         self._assign_request: list[MessageQueue] = []
         self._start_offsets: dict[MessageQueue, int] = {}  # decided by the rebalance
@@ -100,16 +82,6 @@ class LitePullConsumer:
         self._waiter: asyncio.Future[None] | None = None
         self._next_auto_commit = 0.0
         self._auto_commit_task: asyncio.Task[None] | None = None
-        self._retry_topic = retry_topic(self._group_wire)
-
-    def __repr__(self) -> str:
-        return f"LitePullConsumer({self.consumer_group!r}, {self.service_state.name})"
-
-    @property
-    def client(self) -> MQClientInstance:
-        if self._client is None:
-            raise ServiceStateError("The consumer service state not OK, CREATE_JUST")
-        return self._client
 
     # -- what to read ------------------------------------------------------------------------------
 
@@ -119,14 +91,14 @@ class LitePullConsumer:
             raise InvalidArgument("Subscribe and assign are mutually exclusive.")
         check_subscribe_topic(topic)
         wire = self.config.with_namespace(topic)
-        self.rebalance_impl.subscription_inner[wire] = build_subscription(wire, sub_expression)
+        self._install(build_subscription(wire, sub_expression))
         self.subscription_type = SubscriptionType.SUBSCRIBE
         if self.service_state is ServiceState.RUNNING:
             self._spawn(self._after_subscription_change(wire))
 
     def unsubscribe(self, topic: str) -> None:
         wire = self.config.with_namespace(topic)
-        self.rebalance_impl.subscription_inner.pop(wire, None)
+        self._uninstall(wire)
         for mq in [mq for mq in self._assigned if mq.topic == wire]:
             self._remove_queue(mq)
 
@@ -141,7 +113,7 @@ class LitePullConsumer:
         wire = [MessageQueue(self.config.with_namespace(mq.topic), mq.broker_name, mq.queue_id) for mq in mqs]
         for mq in wire:
             if mq.topic not in self.rebalance_impl.subscription_inner:
-                self.rebalance_impl.subscription_inner[mq.topic] = build_subscription(mq.topic, "*")
+                self._install(build_subscription(mq.topic, "*"))
         self._assign_request = wire
         if self.service_state is ServiceState.RUNNING:
             self._update_assigned(None, wire)
@@ -165,12 +137,6 @@ class LitePullConsumer:
             if state is not None:
                 state.paused = False
 
-    async def _after_subscription_change(self, wire_topic: str) -> None:
-        client = self.client
-        await client.update_topic_route_info_from_name_server(wire_topic)
-        await client.send_heartbeat_to_all_brokers()
-        client.rebalance_immediately()
-
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -179,45 +145,24 @@ class LitePullConsumer:
                 f"The LitePullConsumer service state not OK, maybe started once, {self.service_state.name}"
             )
         cfg = self.config
-        check_group(cfg.consumer_group)
-        if cfg.consumer_group == DEFAULT_CONSUMER_GROUP:
-            raise InvalidArgument(
-                f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
-            )
+        self._check_group()
         if not 1 <= cfg.pull_batch_size <= 1024:
             raise InvalidArgument("pullBatchSize Out of range [1, 1024]")
         self.service_state = ServiceState.START_FAILED
         try:
-            client = MQClientManager.get_or_create(cfg)
-            self._client = client
-            self.rebalance_impl.client = client
-            if cfg.message_model is MessageModel.BROADCASTING:
-                self.offset_store = LocalFileOffsetStore(client.client_id, self._group_wire, cfg.store_dir)
-            else:
-                self.offset_store = RemoteBrokerOffsetStore(client, self._group_wire)
-            await self.offset_store.load()
-            # do_rebalance answers "balanced?" (bool); the instance's protocol only awaits it.
-            if not client.register_consumer(self._group_wire, self):  # type: ignore[arg-type]
-                raise GroupAlreadyRegistered(
-                    f"The consumer group[{self.consumer_group}] has been created before, "
-                    "specify another name please."
-                )
+            client = await self._bind_client()
+            self._register(client)
             await client.start()
         except BaseException:
-            self.service_state = ServiceState.CREATE_JUST
-            if self._client is not None and self._client.consumer_table.get(self._group_wire) is self:  # type: ignore[comparison-overlap]
-                await self._client.unregister_consumer(self._group_wire)
-                await self._client.shutdown()
+            await self._undo_start()
             raise
         self.service_state = ServiceState.RUNNING
         self._next_auto_commit = time.monotonic() + cfg.auto_commit_interval_millis / 1000.0
         self._auto_commit_task = asyncio.get_running_loop().create_task(self._auto_commit_loop())
         log.info("the consumer [%s] start OK", self.consumer_group)
-        for topic in list(self.rebalance_impl.subscription_inner):
-            await client.update_topic_route_info_from_name_server(topic)
         if self.subscription_type is SubscriptionType.ASSIGN:
             self._update_assigned(None, self._assign_request)
-        await client.send_heartbeat_to_all_brokers()
+        await self._join()
         if self.subscription_type is SubscriptionType.SUBSCRIBE:
             client.rebalance_immediately()
 
@@ -235,29 +180,14 @@ class LitePullConsumer:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.auto_commit:
             self._commit_consumed()
-        try:
-            await self.offset_store.persist_all(set(self._assigned))
-        except Exception as e:
-            log.warning("persistConsumerOffset at shutdown failed: %s", e)
-        client = self.client
-        await client.unregister_consumer(self._group_wire)
-        await client.shutdown()
+        await self._persist_at_shutdown(self._assigned)
+        await self._leave()
         for state in self._assigned.values():
             state.process_queue.dropped = True
         self._assigned.clear()
         self._cache.clear()
         self._wake()
         log.info("the consumer [%s] shutdown OK", self.consumer_group)
-
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    def _spawn(self, coro: Any) -> None:
-        asyncio.get_running_loop().create_task(coro)
 
     # -- what the MQClientInstance drives ----------------------------------------------------------
 
@@ -269,27 +199,8 @@ class LitePullConsumer:
             return True
         return await self.rebalance_impl.do_rebalance(False)
 
-    async def persist_consumer_offset(self) -> None:
-        if self.service_state is ServiceState.RUNNING:
-            await self.offset_store.persist_all(set(self._assigned))
-
-    def consumer_data(self) -> ConsumerData:
-        cfg = self.config
-        return ConsumerData(
-            group_name=self._group_wire,
-            consume_type=ConsumeType.CONSUME_ACTIVELY,
-            message_model=cfg.message_model,
-            consume_from_where=cfg.consume_from_where,
-            subscription_data_set=tuple(self.rebalance_impl.subscription_inner.values()),
-            unit_mode=cfg.unit_mode,
-        )
-
-    def subscriptions(self) -> Collection[str]:
-        return list(self.rebalance_impl.subscription_inner)
-
-    def update_topic_subscribe_info(self, topic: str, queues: list[MessageQueue]) -> None:
-        if topic in self.rebalance_impl.subscription_inner:
-            self.rebalance_impl.topic_subscribe_info_table[topic] = set(queues)
+    def _owned_queues(self) -> Collection[MessageQueue]:
+        return self._assigned
 
     # rebalance callbacks (subscribe mode)
     def remember_start_offsets(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
@@ -335,9 +246,6 @@ class LitePullConsumer:
             self._pull_loop(state), name=f"PullTaskImpl-{self._group_wire}-{state.message_queue.queue_id}"
         )
 
-    def _exception_delay(self) -> float:
-        return self.client.config.pull_time_delay_mills_when_exception / 1000.0
-
     async def _pull_loop(self, state: AssignedQueue) -> None:
         while self.service_state is ServiceState.RUNNING and self._assigned.get(state.message_queue) is state:
             try:
@@ -369,41 +277,26 @@ class LitePullConsumer:
         if offset < 0:
             return self._exception_delay()
         generation = state.generation
-        sub = self.rebalance_impl.subscription_inner.get(mq.topic) or build_subscription(mq.topic, "*")
-        client = self.client
-        addr = client.find_broker_address_in_subscribe(mq.broker_name)
-        if addr is None:
-            await client.update_topic_route_info_from_name_server(mq.topic)
-            addr = client.find_broker_address_in_subscribe(mq.broker_name)
-            if addr is None:
-                return self._exception_delay()
-        header = PullMessageRequestHeader(
-            consumer_group=self._group_wire,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=cfg.pull_batch_size,
-            sys_flag=_PULL_FLAGS,
-            commit_offset=0,
-            suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
-            sub_version=sub.sub_version,
-            subscription=sub.sub_string,
-            expression_type=sub.expression_type,
-            broker_name=mq.broker_name,
-        )
+        sub = self.rebalance_impl.subscription_inner.get(mq.topic)
+        if sub is None:
+            sub = build_subscription(mq.topic, "*")
+        pull_api = self.pull_api
         begin = time.monotonic()
-        result = await client.api.pull_message(
-            addr,
-            header,
+        addr, raw = await pull_api.pull_kernel(
+            mq,
+            sub,
+            offset,
+            cfg.pull_batch_size,
+            _PULL_FLAGS,
             cfg.consumer_timeout_millis_when_suspend / 1000.0,
-            tags=frozenset(sub.tags_set) if sub.tags_set else None,
+            suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
         )
+        result = pull_api.process_pull_result(mq, raw, addr, self._tags.get(mq.topic))
         if state.generation != generation or pq.dropped:
             return 0.0  # a seek (or a drop) happened meanwhile: this answer is stale
         if result.status is PullStatus.FOUND and result.messages:
             msgs = result.messages
-            self.stats.inc_pull_rt(self._group_wire, mq.topic, (time.monotonic() - begin) * 1000.0)
-            self.stats.inc_pull_tps(self._group_wire, mq.topic, len(msgs))
+            self._count_pull(mq.topic, begin, len(msgs))
             pq.put_messages(msgs, result.max_offset)
             self._cache.append(PolledBatch(msgs, state))
             self._wake()

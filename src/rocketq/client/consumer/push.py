@@ -24,33 +24,21 @@ from rocketq.client.api import PULL_SYS_FLAG_COMMIT_OFFSET, PULL_SYS_FLAG_SUBSCR
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
+from rocketq.client.consumer.inner import ConsumerInner
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull_service import PullMessageService, PullRequest
 from rocketq.client.consumer.running_info import consumer_running_info
 from rocketq.client.consumer.send_back import MessageBackSender
-from rocketq.client.consumer.stats import ConsumerStatsManager, ConsumeRuntimeStats
-from rocketq.client.consumer.subscription import (
-    build_subscription,
-    check_subscribe_topic,
-    reset_retry_topic,
-    split_options,
-)
-from rocketq.client.consumer.types import (
-    DEFAULT_CONSUMER_GROUP,
-    ConsumeMessageHook,
-    PushConsumerConfig,
-)
-from rocketq.client.instance import MQClientInstance, MQClientManager
+from rocketq.client.consumer.stats import ConsumeRuntimeStats
+from rocketq.client.consumer.subscription import build_subscription, check_subscribe_topic, reset_retry_topic
+from rocketq.client.consumer.types import ConsumeMessageHook, PushConsumerConfig
 from rocketq.client.message import PullStatus
-from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.producer.validators import check_group
 from rocketq.client.rebalance.allocate import allocate_strategy
-from rocketq.client.rebalance.impl import RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl, retry_topic
-from rocketq.codec.bodies import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
+from rocketq.client.rebalance.impl import RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl
+from rocketq.codec.bodies import ConsumeType, MessageModel, MessageQueue
 from rocketq.codec.codes import ResponseCode
-from rocketq.codec.headers import PullMessageRequestHeader
 from rocketq.codec.message import MessageExt
-from rocketq.errors import GroupAlreadyRegistered, InvalidArgument, ServiceStateError
+from rocketq.errors import InvalidArgument, ServiceStateError
 
 __all__ = ["PushConsumer"]
 
@@ -71,10 +59,13 @@ def _wake(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class PushConsumer:
+class PushConsumer(ConsumerInner):
     """``PushConsumer(group, namesrv_addr=..., **fields)`` takes any PushConsumerConfig or
     ClientConfig field (``message_model``, ``consume_from_where``, ``consume_message_batch_max_size``,
     ``pull_batch_size``, ``instance_name``, ...), or a whole ``config=PushConsumerConfig(...)``."""
+
+    CONSUME_TYPE = ConsumeType.CONSUME_PASSIVELY
+    config: PushConsumerConfig
 
     def __init__(
         self,
@@ -85,22 +76,13 @@ class PushConsumer:
         config_base: ClientConfig | None = None,
         **fields: Any,
     ) -> None:
-        self.config: PushConsumerConfig = split_options(
-            PushConsumerConfig, consumer_group, namesrv_addr, config, config_base, fields
-        )
+        super().__init__(PushConsumerConfig, consumer_group, namesrv_addr, config, config_base, fields)
         cfg = self.config
-        self.consumer_group = cfg.consumer_group
-        self._group_wire = cfg.with_namespace(cfg.consumer_group)
-        self.service_state = ServiceState.CREATE_JUST
-        self.stats = ConsumerStatsManager()
         self.hooks: list[ConsumeMessageHook] = []
         self.listener: Any = None
         self.consume_orderly = False
-        self.offset_store: OffsetStore = None  # type: ignore[assignment]  # bound at start
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
-        self._client: MQClientInstance | None = None
         self._subscriptions: dict[str, str] = {}  # user topic -> expression
-        self._tags: dict[str, frozenset[str] | None] = {}  # wire topic -> tag filter
         self.rebalance_impl = RebalancePushImpl(
             self, self._group_wire, cfg.message_model, allocate_strategy(cfg.allocate_message_queue_strategy)
         )
@@ -109,30 +91,10 @@ class PushConsumer:
         self._threshold_count = cfg.pull_threshold_for_queue
         self._threshold_size = cfg.pull_threshold_size_for_queue
         self._flow_count = 0
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._retry_topic = retry_topic(self._group_wire)
         self._last_forced_heartbeat = 0.0
         self._sender = MessageBackSender(self)
 
-    def __repr__(self) -> str:
-        return f"PushConsumer({self.consumer_group!r}, {self.service_state.name})"
-
     # -- configuration -----------------------------------------------------------------------------
-
-    @property
-    def client(self) -> MQClientInstance:
-        if self._client is None:
-            raise ServiceStateError("The consumer service state not OK, CREATE_JUST")
-        return self._client
-
-    @property
-    def group_wire(self) -> str:
-        """The group as brokers know it (with the namespace)."""
-        return self._group_wire
-
-    @property
-    def retry_topic_wire(self) -> str:
-        return self._retry_topic
 
     @property
     def message_model(self) -> MessageModel:
@@ -156,20 +118,8 @@ class PushConsumer:
             self._spawn(self._after_subscription_change(wire))
 
     def unsubscribe(self, topic: str) -> None:
-        wire = self.config.with_namespace(topic)
         self._subscriptions.pop(topic, None)
-        self.rebalance_impl.subscription_inner.pop(wire, None)
-        self._tags.pop(wire, None)
-
-    def _install(self, sub: SubscriptionData) -> None:
-        self.rebalance_impl.subscription_inner[sub.topic] = sub
-        self._tags[sub.topic] = frozenset(sub.tags_set) if sub.tags_set else None
-
-    async def _after_subscription_change(self, wire_topic: str) -> None:
-        client = self.client
-        await client.update_topic_route_info_from_name_server(wire_topic)
-        await client.send_heartbeat_to_all_brokers()
-        client.rebalance_immediately()
+        self._uninstall(self.config.with_namespace(topic))
 
     def register_listener(self, listener: Any, *, orderly: bool = False) -> None:
         """``listener(msgs, context) -> ConsumeStatus`` (or ConsumeOrderlyStatus with ``orderly``);
@@ -203,11 +153,7 @@ class PushConsumer:
 
     def _check_config(self) -> None:
         cfg = self.config
-        check_group(cfg.consumer_group)
-        if cfg.consumer_group == DEFAULT_CONSUMER_GROUP:
-            raise InvalidArgument(
-                f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
-            )
+        self._check_group()
         if self.listener is None:
             raise InvalidArgument("messageListener is null: call register_listener() before start()")
         checks = (
@@ -250,32 +196,20 @@ class PushConsumer:
         try:
             if cfg.message_model is MessageModel.CLUSTERING:
                 self._install(build_subscription(self._retry_topic, "*"))
-            client = MQClientManager.get_or_create(cfg)
-            self._client = client
-            self.rebalance_impl.client = client
-            if cfg.message_model is MessageModel.BROADCASTING:
-                self.offset_store = LocalFileOffsetStore(client.client_id, self._group_wire, cfg.store_dir)
-            else:
-                self.offset_store = RemoteBrokerOffsetStore(client, self._group_wire)
-            await self.offset_store.load()
+            client = await self._bind_client()
             service_cls = (
                 ConsumeMessageOrderlyService if self.consume_orderly else ConsumeMessageConcurrentlyService
             )
             self.consume_service = service_cls(self, self.listener)
             self.consume_service.start()
-            # do_rebalance answers "balanced?" (bool); the instance's protocol only awaits it.
-            if not client.register_consumer(self._group_wire, self):  # type: ignore[arg-type]
+            try:
+                self._register(client)
+            except BaseException:
                 await self.consume_service.shutdown()
-                raise GroupAlreadyRegistered(
-                    f"The consumer group[{self.consumer_group}] has been created before, "
-                    "specify another name please."
-                )
+                raise
             await client.start()
         except BaseException:
-            self.service_state = ServiceState.CREATE_JUST
-            if self._client is not None and self._client.consumer_table.get(self._group_wire) is self:  # type: ignore[comparison-overlap]
-                await self._client.unregister_consumer(self._group_wire)
-                await self._client.shutdown()
+            await self._undo_start()
             raise
         self.service_state = ServiceState.RUNNING
         log.info(
@@ -284,9 +218,7 @@ class PushConsumer:
             cfg.message_model.name,
             cfg.unit_mode,
         )
-        for topic in list(self.rebalance_impl.subscription_inner):
-            await client.update_topic_route_info_from_name_server(topic)
-        await client.send_heartbeat_to_all_brokers()
+        await self._join()
         client.rebalance_immediately()
 
     async def shutdown(self) -> None:
@@ -297,7 +229,6 @@ class PushConsumer:
                 self.service_state = ServiceState.SHUTDOWN_ALREADY
             return
         self.service_state = ServiceState.SHUTDOWN_ALREADY
-        client = self.client
         await self.pull_service.shutdown()
         for timer in list(self._tasks):
             timer.cancel()
@@ -306,28 +237,12 @@ class PushConsumer:
         table = self.process_queue_table
         for pq in table.values():
             pq.dropped = True
-        try:
-            await self.offset_store.persist_all(set(table))
-        except Exception as e:
-            log.warning("persistConsumerOffset at shutdown failed: %s", e)
+        await self._persist_at_shutdown(table)
         if self.consume_orderly and self.config.message_model is MessageModel.CLUSTERING:
             await self.rebalance_impl.unlock_all(oneway=False)
-        await client.unregister_consumer(self._group_wire)
-        await client.shutdown()
+        await self._leave()
         self.rebalance_impl.destroy()
         log.info("the consumer [%s] shutdown OK", self.consumer_group)
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     # -- what the MQClientInstance drives ----------------------------------------------------------
 
@@ -336,27 +251,8 @@ class PushConsumer:
             return True
         return await self.rebalance_impl.do_rebalance(self.consume_orderly)
 
-    async def persist_consumer_offset(self) -> None:
-        if self.service_state is ServiceState.RUNNING:
-            await self.offset_store.persist_all(set(self.process_queue_table))
-
-    def consumer_data(self) -> ConsumerData:
-        cfg = self.config
-        return ConsumerData(
-            group_name=self._group_wire,
-            consume_type=ConsumeType.CONSUME_PASSIVELY,
-            message_model=cfg.message_model,
-            consume_from_where=cfg.consume_from_where,
-            subscription_data_set=tuple(self.rebalance_impl.subscription_inner.values()),
-            unit_mode=cfg.unit_mode,
-        )
-
-    def subscriptions(self) -> Collection[str]:
-        return list(self.rebalance_impl.subscription_inner)
-
-    def update_topic_subscribe_info(self, topic: str, queues: list[MessageQueue]) -> None:
-        if topic in self.rebalance_impl.subscription_inner:
-            self.rebalance_impl.topic_subscribe_info_table[topic] = set(queues)
+    def _owned_queues(self) -> Collection[MessageQueue]:
+        return self.process_queue_table
 
     async def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
         return await self.client.fetch_subscribe_message_queues(self.config.with_namespace(topic))
@@ -464,37 +360,23 @@ class PushConsumer:
             if committed > 0:
                 commit_offset = committed
                 sys_flag |= PULL_SYS_FLAG_COMMIT_OFFSET
-        subscription = None
         if cfg.post_subscription_when_pull and not sub.class_filter_mode:
-            subscription = sub.sub_string
             sys_flag |= PULL_SYS_FLAG_SUBSCRIPTION
-        addr = client.find_broker_address_in_subscribe(mq.broker_name)
-        if addr is None:
-            await client.update_topic_route_info_from_name_server(mq.topic)
-            addr = client.find_broker_address_in_subscribe(mq.broker_name)
-            if addr is None:
-                log.warning("the broker[%s] not exist, pull %s later", mq.broker_name, request)
-                return self._exception_delay()
-        header = PullMessageRequestHeader(
-            consumer_group=self._group_wire,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=request.next_offset,
-            max_msg_nums=cfg.pull_batch_size,
-            sys_flag=sys_flag,
-            commit_offset=commit_offset,
-            suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
-            sub_version=sub.sub_version,
-            subscription=subscription,
-            expression_type=sub.expression_type,
-            max_msg_bytes=cfg.pull_batch_size_in_bytes,
-            broker_name=mq.broker_name,
-        )
+        pull_api = self.pull_api
         begin = time.monotonic()
         try:
-            result = await client.api.pull_message(
-                addr, header, cfg.consumer_timeout_millis_when_suspend / 1000.0, tags=self._tags.get(mq.topic)
+            addr, raw = await pull_api.pull_kernel(
+                mq,
+                sub,
+                request.next_offset,
+                cfg.pull_batch_size,
+                sys_flag,
+                cfg.consumer_timeout_millis_when_suspend / 1000.0,
+                commit_offset=commit_offset,
+                suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
+                max_msg_bytes=cfg.pull_batch_size_in_bytes,
             )
+            result = pull_api.process_pull_result(mq, raw, addr, self._tags.get(mq.topic))
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -514,12 +396,11 @@ class PushConsumer:
         if status is PullStatus.FOUND:
             prev = request.next_offset
             request.next_offset = result.next_begin_offset
-            group, topic = self._group_wire, mq.topic
-            self.stats.inc_pull_rt(group, topic, (time.monotonic() - begin) * 1000.0)
+            topic = mq.topic
             msgs: Sequence[MessageExt] = result.messages
+            self._count_pull(topic, begin, len(msgs))
             if not msgs:
                 return 0.0
-            self.stats.inc_pull_tps(group, topic, len(msgs))
             if topic == self._retry_topic:
                 msgs = reset_retry_topic(msgs, self._retry_topic)
             if self.config.namespace:
@@ -554,11 +435,6 @@ class PushConsumer:
         if now - self._last_forced_heartbeat >= FORCED_HEARTBEAT_INTERVAL and self._client is not None:
             self._last_forced_heartbeat = now
             self._spawn(self._client.send_heartbeat_to_all_brokers())
-
-    def _exception_delay(self) -> float:
-        client = self._client
-        ms = client.config.pull_time_delay_mills_when_exception if client is not None else 1000
-        return ms / 1000.0
 
     async def _fix_illegal_offset(self, mq: MessageQueue, offset: int) -> None:
         await asyncio.sleep(OFFSET_ILLEGAL_FIX_DELAY)

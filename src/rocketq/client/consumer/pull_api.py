@@ -1,0 +1,228 @@
+"""PullAPIWrapper: the one pull path of the client (RocketMQ's PullAPIWrapper).
+
+Every reader of a queue goes through it: the push and lite-pull consumers, the admin client's
+queue reads and the Spark connector. It
+
+* picks the broker of a queue: the master, or the node the broker's last answer suggested
+  (``suggestWhichBrokerId``, remembered per queue), refreshing the route once when the broker
+  is unknown;
+* builds the PULL_MESSAGE header (the subscription text rides along only with the SUBSCRIPTION
+  flag; a slave never gets the COMMIT_OFFSET flag, as it cannot store offsets);
+* sends it through ``MQClientAPI.pull_message``, which answers a ``PullResultExt`` with the
+  records still undecoded (bulk readers stop here);
+* processes the answer: records decoded in bulk, filtered by tag on this side (the broker
+  filters by tag hash only), stamped with MIN_OFFSET / MAX_OFFSET, bodies inflated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from operator import attrgetter
+from typing import TYPE_CHECKING, Final, Protocol
+
+from rocketq.client.api import (
+    PULL_SYS_FLAG_COMMIT_OFFSET,
+    PULL_SYS_FLAG_SUBSCRIPTION,
+    decode_records,
+    decompressed,
+    parse_pull_response,
+)
+from rocketq.client.consumer.subscription import build_subscription
+from rocketq.client.message import MessageExt, MessageQueue, PullResult, PullResultExt, PullStatus
+from rocketq.codec.bodies import SubscriptionData
+from rocketq.codec.command import RemotingCommand
+from rocketq.codec.headers import PullMessageRequestHeader
+from rocketq.codec.message import MessageSysFlag
+from rocketq.errors import BrokerNotFound
+
+if TYPE_CHECKING:
+    from rocketq.client.api import MQClientAPI
+
+__all__ = [
+    "BrokerDirectory",
+    "PullAPIWrapper",
+    "decode_pull_result",
+    "one_off_subscription",
+    "process_pull_response",
+    "tag_filter",
+]
+
+MASTER_ID: Final = 0
+_COMPRESSED: Final = MessageSysFlag.COMPRESSED_FLAG
+_SYS_FLAG = attrgetter("sys_flag")
+
+
+class BrokerDirectory(Protocol):
+    """Where a pull finds its broker (the MQClientInstance's broker table and route refresh)."""
+
+    def find_broker_address_in_subscribe(
+        self, broker_name: str, broker_id: int = MASTER_ID, only_this_broker: bool = False
+    ) -> str | None: ...
+
+    async def update_topic_route_info_from_name_server(self, topic: str) -> bool: ...
+
+
+def tag_filter(sub: SubscriptionData) -> frozenset[str] | None:
+    """The tags a TAG subscription keeps on the client side; None keeps everything."""
+    if not sub.tags_set or sub.class_filter_mode:
+        return None
+    return frozenset(sub.tags_set)
+
+
+def one_off_subscription(topic: str, expression: str = "*") -> SubscriptionData:
+    """The subscription of a reader outside any consumer group (admin, Spark): sent with every
+    pull (SUBSCRIPTION flag), so its version means nothing and stays 0 on the wire."""
+    return dataclasses.replace(build_subscription(topic, expression), sub_version=0)
+
+
+def decode_pull_result(
+    ext: PullResultExt,
+    addr: str | None = None,
+    tags: Collection[str] | None = None,
+    *,
+    decompress: bool = True,
+) -> PullResult:
+    """The PullResult of an answer: records decoded, filtered by ``tags``, stamped, inflated."""
+    messages: list[MessageExt] = []
+    if ext.status is PullStatus.FOUND:
+        body = ext.message_binary
+        if len(body):
+            # MIN_OFFSET / MAX_OFFSET ride along as properties text appended to each record's (the
+            # later key wins), so no message pays for a dict unless someone reads its properties.
+            # The leading separator closes a stored string written without its trailing one.
+            stamp = f"\x02MIN_OFFSET\x01{ext.min_offset}\x02MAX_OFFSET\x01{ext.max_offset}\x02"
+            messages = decode_records(body, addr, stamp)
+        if tags:
+            messages = [m for m in messages if m.tags in tags]
+        if decompress and any(map(_COMPRESSED.__and__, map(_SYS_FLAG, messages))):
+            messages = [decompressed(m) for m in messages]
+    return PullResult(ext.status, ext.next_begin_offset, ext.min_offset, ext.max_offset, messages,
+                      ext.suggest_which_broker_id)
+
+
+def process_pull_response(
+    response: RemotingCommand,
+    addr: str | None = None,
+    tags: Collection[str] | None = None,
+    *,
+    decompress: bool = True,
+) -> PullResult:
+    """A raw pull answer straight to its PullResult (parse, then ``decode_pull_result``)."""
+    return decode_pull_result(parse_pull_response(response, addr), addr, tags, decompress=decompress)
+
+
+class PullAPIWrapper:
+    """The pulls of one consumer group through one ``MQClientAPI``.
+
+    ``brokers`` (the MQClientInstance) resolves broker names to addresses; without it every pull
+    names its ``addr`` (the admin client and Spark plan addresses themselves).
+    """
+
+    def __init__(
+        self,
+        api: MQClientAPI,
+        consumer_group: str,
+        brokers: BrokerDirectory | None = None,
+    ) -> None:
+        self.api = api
+        self.consumer_group = consumer_group
+        self.brokers = brokers
+        self.decompress = api.config.decode_decompress_body
+        # queue -> broker id the broker suggested pulling it from next (absent: the master)
+        self.pull_from_which_node_table: dict[MessageQueue, int] = {}
+
+    def recalculate_pull_from_which_node(self, mq: MessageQueue) -> int:
+        return self.pull_from_which_node_table.get(mq, MASTER_ID)
+
+    def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
+        if broker_id == MASTER_ID:
+            self.pull_from_which_node_table.pop(mq, None)
+        else:
+            self.pull_from_which_node_table[mq] = broker_id
+
+    async def find_broker(self, mq: MessageQueue) -> tuple[str, bool]:
+        """(address, is a slave) of the node to pull ``mq`` from; ``BrokerNotFound`` if the route
+        names no address for its broker even after a refresh."""
+        brokers = self.brokers
+        if brokers is None:
+            raise BrokerNotFound(f"The broker[{mq.broker_name}] not exist")
+        broker_id = self.recalculate_pull_from_which_node(mq)
+        addr = brokers.find_broker_address_in_subscribe(mq.broker_name, broker_id)
+        if addr is None:
+            await brokers.update_topic_route_info_from_name_server(mq.topic)
+            addr = brokers.find_broker_address_in_subscribe(mq.broker_name, broker_id)
+            if addr is None:
+                raise BrokerNotFound(f"The broker[{mq.broker_name}] not exist")
+        master = addr if broker_id == MASTER_ID else brokers.find_broker_address_in_subscribe(
+            mq.broker_name, MASTER_ID, True
+        )
+        return addr, addr != master
+
+    async def pull_kernel(
+        self,
+        mq: MessageQueue,
+        sub: SubscriptionData,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        timeout: float,
+        *,
+        commit_offset: int = 0,
+        suspend_timeout_millis: int = 0,
+        max_msg_bytes: int | None = None,
+        addr: str | None = None,
+    ) -> tuple[str, PullResultExt]:
+        """One PULL_MESSAGE of ``mq`` from ``offset``: (the address asked, its undecoded answer).
+
+        ``timeout`` must cover the long-poll hold (``suspend_timeout_millis``) plus the round trip.
+        """
+        if addr is None:
+            addr, slave = await self.find_broker(mq)
+            if slave:
+                sys_flag &= ~PULL_SYS_FLAG_COMMIT_OFFSET
+        header = PullMessageRequestHeader(
+            consumer_group=self.consumer_group,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=sys_flag,
+            commit_offset=commit_offset,
+            suspend_timeout_millis=suspend_timeout_millis,
+            sub_version=sub.sub_version,
+            subscription=sub.sub_string if sys_flag & PULL_SYS_FLAG_SUBSCRIPTION else None,
+            expression_type=sub.expression_type,
+            max_msg_bytes=max_msg_bytes,
+            broker_name=mq.broker_name,
+        )
+        return addr, await self.api.pull_message(addr, header, timeout)
+
+    def process_pull_result(
+        self, mq: MessageQueue, ext: PullResultExt, addr: str | None, tags: Collection[str] | None
+    ) -> PullResult:
+        """Remember the broker's suggestion for ``mq``, then decode (``decode_pull_result``)."""
+        self.update_pull_from_which_node(mq, ext.suggest_which_broker_id)
+        return decode_pull_result(ext, addr, tags, decompress=self.decompress)
+
+    async def pull(
+        self,
+        mq: MessageQueue,
+        sub: SubscriptionData,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        timeout: float,
+        *,
+        tags: Collection[str] | None = None,
+        commit_offset: int = 0,
+        suspend_timeout_millis: int = 0,
+        max_msg_bytes: int | None = None,
+        addr: str | None = None,
+    ) -> PullResult:
+        """``pull_kernel`` then ``process_pull_result``; ``tags`` default to the subscription's."""
+        addr, ext = await self.pull_kernel(
+            mq, sub, offset, max_nums, sys_flag, timeout, commit_offset=commit_offset,
+            suspend_timeout_millis=suspend_timeout_millis, max_msg_bytes=max_msg_bytes, addr=addr,
+        )
+        return self.process_pull_result(mq, ext, addr, tag_filter(sub) if tags is None else tags)
