@@ -131,7 +131,8 @@ def brokers_of(cluster: FakeCluster) -> dict[str, int]:
 
 @pytest.mark.parametrize("code", [ResponseCode.SYSTEM_BUSY, ResponseCode.SYSTEM_ERROR,
                                   ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.TOPIC_NOT_EXIST,
-                                  ResponseCode.NO_PERMISSION, ResponseCode.GO_AWAY])
+                                  ResponseCode.NO_PERMISSION, ResponseCode.GO_AWAY,
+                                  ResponseCode.NO_BUYER_ID, ResponseCode.NOT_IN_CURRENT_UNIT])
 async def test_retriable_codes_move_to_the_other_broker(
         cluster: FakeCluster, producer: Producer, code: int) -> None:
     cluster.brokers["a"].answer = code
