@@ -18,6 +18,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, Final
 
+from rocketq.client.condition_log import ConditionLog
 from rocketq.client.config import ClientConfig
 from rocketq.client.message import MessageExt, MessageQueue, PullResultExt, PullStatus, SendResult, SendStatus
 from rocketq.codec.bodies import (
@@ -57,8 +58,11 @@ from rocketq.errors import (
     NoNameServer,
     ProtocolError,
     RemotingConnectError,
+    RemotingError,
     RemotingSendError,
+    RemotingTimeoutError,
     ServerError,
+    TopicRouteNotFound,
     for_code,
 )
 from rocketq.remoting import RemotingClient
@@ -72,6 +76,7 @@ __all__ = [
     "broker_error",
     "decode_records",
     "decompressed",
+    "failure_reason",
     "parse_pull_response",
     "parse_tags",
     "process_send_response",
@@ -112,6 +117,18 @@ def broker_error(response: RemotingCommand, addr: str | None = None, topic: str 
         err = MQBrokerError(err.remark, code=code, broker_addr=err.broker_addr, topic=topic)
         err.answered = True
     return err
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A transport failure in a few words ("connection refused", "timed out", ...)."""
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, RemotingTimeoutError) or isinstance(cause, TimeoutError):
+        return "timed out"
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror.lower()
+    return str(exc)
 
 
 def vip_address(addr: str) -> str:
@@ -271,6 +288,10 @@ class MQClientAPI:
         self.config = config
         self._namesrv_addrs: list[str] = []
         self._namesrv_index = 0
+        # Why the last name-server request failed on every address (None once one answered).
+        self.namesrv_failure: RemotingError | None = None
+        # An unreachable name server needs the user's action: WARNING, but once per outage.
+        self._namesrv_down = ConditionLog(log, logging.WARNING)
         self._default_timeout = config.mq_client_api_timeout / 1000.0
         self._vip = config.vip_channel_enabled
 
@@ -309,17 +330,41 @@ class MQClientAPI:
         addrs = self._namesrv_addrs
         if not addrs:
             raise NoNameServer("No name server address, please set it (namesrv_addr or env NAMESRV_ADDR)")
-        last: Exception | None = None
+        last: RemotingError | None = None
         for _ in range(len(addrs)):
             addr = addrs[self._namesrv_index % len(addrs)]
             try:
-                return await self.remoting_client.invoke(addr, request, self._timeout(timeout))
+                response = await self.remoting_client.invoke(addr, request, self._timeout(timeout))
             except (RemotingConnectError, RemotingSendError) as e:
-                log.warning("name server %s unreachable: %s", addr, e)
+                reason = failure_reason(e)
+                self._namesrv_down.report(addr, reason, "name server %s unreachable (%s): %s",
+                                          addr, reason, e)
                 last = e
                 self._namesrv_index = (self._namesrv_index + 1) % len(addrs)
+            except RemotingError as e:
+                self.namesrv_failure = e
+                raise
+            else:
+                self.namesrv_failure = None
+                if self._namesrv_down.active(addr):
+                    self._namesrv_down.clear(addr)
+                    log.info("name server %s reachable again", addr)
+                return response
         assert last is not None
+        self.namesrv_failure = last
         raise last
+
+    def route_error(self, topic: str, message: str) -> TopicRouteNotFound:
+        """The error for a topic without a route: ``message``, unless the name servers could not
+        be reached, which it then says, with the transport failure as its cause."""
+        failure = self.namesrv_failure
+        if failure is None:
+            return TopicRouteNotFound(message, topic=topic)
+        addrs = ";".join(self._namesrv_addrs)
+        reason = failure_reason(failure)
+        err = TopicRouteNotFound(f"no name server reachable at {addrs} ({reason})", topic=topic)
+        err.__cause__ = failure
+        return err
 
     async def get_topic_route_info_from_name_server(
         self, topic: str, timeout: float | None = None

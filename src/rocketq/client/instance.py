@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rocketq.client import nsaddr
 from rocketq.client.api import MQClientAPI
+from rocketq.client.condition_log import ConditionLog
 from rocketq.client.config import DEFAULT_INSTANCE_NAME, ClientConfig, ServiceState
 from rocketq.client.remoting_processor import ClientRemotingProcessor
 from rocketq.client.route import (
@@ -31,7 +32,7 @@ from rocketq.client.route import (
     subscribe_queues_from_route,
 )
 from rocketq.codec.bodies import ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData
-from rocketq.errors import MQClientError, ServiceStateError, TopicNotExist, TopicRouteNotFound
+from rocketq.errors import MQClientError, ServerError, ServiceStateError, TopicNotExist
 from rocketq.remoting import RemotingClient
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class MQClientInstance:
         self._route_fetches: dict[tuple[str, str | None], asyncio.Future[bool]] = {}
         self._rebalance_service: Any = None
         self._inner_producer: Producer | None = None
+        self._conditions = ConditionLog(log)
 
     def __repr__(self) -> str:
         return f"MQClientInstance({self.client_id}, {self.service_state.name})"
@@ -255,7 +257,10 @@ class MQClientInstance:
             log.warning("updateTopicRouteInfoFromNameServer %s failed: %s", topic, e)
             return False
         except Exception as e:  # transport trouble: the next refresh tries again
-            log.warning("updateTopicRouteInfoFromNameServer %s exception: %s", topic, e)
+            if e is self.api.namesrv_failure:  # already said, once per outage, by the API
+                log.debug("updateTopicRouteInfoFromNameServer %s exception: %s", topic, e)
+            else:
+                log.warning("updateTopicRouteInfoFromNameServer %s exception: %s", topic, e)
             return False
         self.apply_route(topic, route)
         return True
@@ -296,7 +301,7 @@ class MQClientInstance:
         await self.update_topic_route_info_from_name_server(topic)
         queues = self.get_subscribe_queues(topic)
         if not queues:
-            raise TopicRouteNotFound(f"Can not find Message Queue for this topic, {topic}")
+            raise self.api.route_error(topic, "Can not find Message Queue for this topic")
         return queues
 
     # -- brokers ----------------------------------------------------------------------------------
@@ -337,10 +342,20 @@ class MQClientInstance:
         if addr is None:
             return None
         try:
-            return await self.api.get_consumer_id_list_by_group(addr, group)
+            ids = await self.api.get_consumer_id_list_by_group(addr, group)
+        except ServerError as e:
+            # The broker answers "no consumer for this group" until our first heartbeat lands.
+            self._conditions.report(
+                ("consumer ids", group), (addr, e.code),
+                "getConsumerIdListByGroup %s from %s: %s (expected until the group's heartbeat arrives)",
+                group, addr, e.remark,
+            )
+            return None
         except Exception as e:
             log.warning("getConsumerIdListByGroup exception, %s %s: %s", addr, group, e)
             return None
+        self._conditions.clear(("consumer ids", group))
+        return ids
 
     def clean_offline_broker(self) -> None:
         """Forget broker addresses that no known route mentions any more."""

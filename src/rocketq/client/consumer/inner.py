@@ -15,6 +15,7 @@ import time
 from collections.abc import Collection, Coroutine
 from typing import Any, ClassVar, Self
 
+from rocketq.client.condition_log import ConditionLog
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.consumer.pull_api import PullAPIWrapper, tag_filter
 from rocketq.client.consumer.stats import ConsumerStatsManager
@@ -60,6 +61,7 @@ class ConsumerInner:
         self._client: MQClientInstance | None = None
         self._tags: dict[str, frozenset[str] | None] = {}  # wire topic -> client-side tag filter
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._conditions = ConditionLog(log)  # expected situations, said once at INFO
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.consumer_group!r}, {self.service_state.name})"

@@ -380,16 +380,23 @@ class PushConsumer(ConsumerInner):
         except asyncio.CancelledError:
             raise
         except Exception as e:
+            code = getattr(e, "code", None)
+            if code in _SUBSCRIPTION_UNKNOWN:
+                # The broker has not got our heartbeat yet (we just started, it restarted, or it
+                # expired us): expected, so said once; send one now rather than fail every pull
+                # until the next 30 s heartbeat.
+                self._conditions.report(
+                    mq.topic, code, "the broker does not know the subscription of %s to %s yet (%s); "
+                    "sending a heartbeat", self.consumer_group, mq.topic, getattr(e, "remark", e),
+                )
+                self._heartbeat_soon()
+                return self._exception_delay()
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 log.warning("execute the pull request exception, %s: %r", request, e)
-            code = getattr(e, "code", None)
             if code == ResponseCode.FLOW_CONTROL:
                 return BROKER_FLOW_CONTROL_DELAY
-            if code in _SUBSCRIPTION_UNKNOWN:
-                # The broker lost our heartbeat (it restarted, or expired us): send one now rather
-                # than fail every pull until the next 30 s heartbeat.
-                self._heartbeat_soon()
             return self._exception_delay()
+        self._conditions.clear(mq.topic)
         if pq.dropped:
             return None
         status = result.status

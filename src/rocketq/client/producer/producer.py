@@ -37,7 +37,6 @@ from rocketq.errors import (
     MQClientError,
     NoNameServer,
     ServiceStateError,
-    TopicRouteNotFound,
 )
 from rocketq.remoting import Channel
 
@@ -354,8 +353,9 @@ class Producer:
     def no_route_error(self, wire_topic: str) -> MQClientError:
         if not self.instance.api.namesrv_addr_list:
             return NoNameServer("No name server address, please set it (namesrv_addr or env NAMESRV_ADDR)")
-        return TopicRouteNotFound(
-            f"No route info of this topic: {self.config.without_namespace(wire_topic)}\nSee {FAQ_NO_ROUTE}"
+        # The user's topic name (without namespace); the cause when no name server answered.
+        return self.instance.api.route_error(
+            self.config.without_namespace(wire_topic), f"No route info of this topic (see {FAQ_NO_ROUTE})"
         )
 
     async def connect(self, addr: str, timeout: float) -> Channel:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from rocketq.client.condition_log import ConditionLog
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.types import DEFAULT_CONSUME_FROM_TIMESTAMP_WINDOW_MS
 from rocketq.client.offset_store import ReadOffsetType
@@ -88,6 +89,8 @@ class RebalanceImpl:
         self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self._lock = asyncio.Lock()
+        # A topic not created yet, a group the brokers do not know yet: said once, at INFO.
+        self._conditions = ConditionLog(log)
         self._route_fetched: dict[str, float] = {}
         self._retry_route_misses: dict[str, int] = {}
 
@@ -114,13 +117,18 @@ class RebalanceImpl:
         mq_set = self.topic_subscribe_info_table.get(topic) or await self._route_missing(topic)
         if not mq_set:
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
+                self._conditions.report(
+                    ("no route", topic), True,
+                    "doRebalance, %s, but the topic[%s] not exist (yet); consuming starts once it is created",
+                    self.consumer_group, topic,
+                )
                 return True
             # The broker creates %RETRY%<group> on our first heartbeat and registers it a moment
             # later: look again soon instead of at the next 30 s route refresh.
             misses = self._retry_route_misses.get(topic, 0) + 1
             self._retry_route_misses[topic] = misses
             return misses > MAX_RETRY_ROUTE_MISSES
+        self._conditions.clear(("no route", topic))
         if self.message_model is MessageModel.BROADCASTING:
             # No broker locks in broadcasting: every consumer owns every queue anyway.
             changed, all_taken = await self.update_process_queue_table_in_rebalance(topic, mq_set, False)
@@ -130,8 +138,14 @@ class RebalanceImpl:
             return all_taken
         cid_all = await self.client.find_consumer_id_list(topic, self.consumer_group)
         if not cid_all:
-            log.warning("doRebalance, %s %s, get consumer id list failed", self.consumer_group, topic)
+            # Until our first heartbeat reaches the broker it knows no consumer of the group.
+            self._conditions.report(
+                ("no consumer ids", topic), True,
+                "doRebalance, %s %s, get consumer id list failed (the broker does not list this group yet)",
+                self.consumer_group, topic,
+            )
             return False
+        self._conditions.clear(("no consumer ids", topic))
         mq_all = sorted(mq_set)
         cids = sorted(cid_all)
         try:
