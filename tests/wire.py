@@ -35,6 +35,7 @@ from rocketq.codec.message import (
     UniqIdGenerator,
     decode_messages,
     encode_batch_body,
+    encode_message,
     encode_properties,
 )
 from rocketq.remoting import RemotingClient
@@ -167,6 +168,24 @@ async def pull(client: RemotingClient, addr: str, group: str, topic: str, queue_
     if subscription is not None:
         ext["subscription"] = subscription
     return await invoke(client, addr, code, ext, timeout=max(timeout, suspend_ms / 1000 + 2))
+
+
+def stored_record(i: int, tags: str | None = None, body: bytes | None = None, sys_flag: int = 0) -> bytes:
+    """A stored message record of topic T at queue offset ``i`` (UNIQ_KEY ``U<i>``), as a pull
+    answer carries it."""
+    props = {"UNIQ_KEY": f"U{i}"}
+    if tags:
+        props["TAGS"] = tags
+    return encode_message(MessageExt(topic="T", body=body or b"m%d" % i, properties=props, queue_offset=i,
+                                     commit_log_offset=100 * i, sys_flag=sys_flag,
+                                     store_host=("127.0.0.1", 10911)))
+
+
+def pull_answer(code: int, body: bytes = b"", **ext: str) -> RemotingCommand:
+    """A PULL_MESSAGE response (next 3, min 0, max 9 unless ``ext`` says otherwise)."""
+    fields = {"suggestWhichBrokerId": "0", "nextBeginOffset": "3", "minOffset": "0", "maxOffset": "9"}
+    fields.update(ext)
+    return RemotingCommand.response(code, None, fields, memoryview(body))
 
 
 def decode_pull(response: RemotingCommand) -> list[MessageExt]:

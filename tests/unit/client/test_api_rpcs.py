@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.wire import pull_answer, stored_record
 
 from rocketq.client.api import (
     MQClientAPI,
@@ -37,7 +38,7 @@ from rocketq.codec.headers import (
     QueryMessageRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from rocketq.codec.message import MessageExt, MessageSysFlag, encode_message
+from rocketq.codec.message import MessageExt, MessageSysFlag
 from rocketq.errors import (
     MQBrokerError,
     ProtocolError,
@@ -52,21 +53,6 @@ from rocketq.remoting import Channel, RemotingClient, RemotingServer
 pytestmark = pytest.mark.timeout(30)
 
 
-def stored(i: int, tags: str | None = None, body: bytes | None = None, sys_flag: int = 0) -> bytes:
-    props = {"UNIQ_KEY": f"U{i}"}
-    if tags:
-        props["TAGS"] = tags
-    return encode_message(MessageExt(topic="T", body=body or b"m%d" % i, properties=props, queue_offset=i,
-                                     commit_log_offset=100 * i, sys_flag=sys_flag,
-                                     store_host=("127.0.0.1", 10911)))
-
-
-def pull_response(code: int, body: bytes = b"", **ext: str) -> RemotingCommand:
-    fields = {"suggestWhichBrokerId": "0", "nextBeginOffset": "3", "minOffset": "0", "maxOffset": "9"}
-    fields.update(ext)
-    return RemotingCommand.response(code, None, fields, memoryview(body))
-
-
 @pytest.mark.parametrize(("code", "status"), [
     (ResponseCode.SUCCESS, PullStatus.FOUND),
     (ResponseCode.PULL_NOT_FOUND, PullStatus.NO_NEW_MSG),
@@ -74,7 +60,7 @@ def pull_response(code: int, body: bytes = b"", **ext: str) -> RemotingCommand:
     (ResponseCode.PULL_OFFSET_MOVED, PullStatus.OFFSET_ILLEGAL),
 ])
 def test_pull_statuses_leave_the_records_undecoded(code: int, status: PullStatus) -> None:
-    r = parse_pull_response(pull_response(code, b"records", nextBeginOffset="7", suggestWhichBrokerId="1"))
+    r = parse_pull_response(pull_answer(code, b"records", nextBeginOffset="7", suggestWhichBrokerId="1"))
     assert r.status is status and r.next_begin_offset == 7 and (r.min_offset, r.max_offset) == (0, 9)
     assert r.suggest_which_broker_id == 1
     assert bytes(r.message_binary) == (b"records" if status is PullStatus.FOUND else b"")
@@ -82,14 +68,14 @@ def test_pull_statuses_leave_the_records_undecoded(code: int, status: PullStatus
 
 def test_pull_error_answers_carry_code_broker_and_topic() -> None:
     with pytest.raises(SystemBusy) as e:
-        parse_pull_response(pull_response(ResponseCode.SYSTEM_BUSY), "1.2.3.4:5", "T")
+        parse_pull_response(pull_answer(ResponseCode.SYSTEM_BUSY), "1.2.3.4:5", "T")
     assert (e.value.code, e.value.broker_addr, e.value.topic) == (ResponseCode.SYSTEM_BUSY, "1.2.3.4:5", "T")
     assert str(e.value) == "CODE: 2  DESC:   TOPIC: T  BROKER: 1.2.3.4:5"
     with pytest.raises(ProtocolError) as bad:
         parse_pull_response(RemotingCommand.response(0, None, None), "1.2.3.4:5")
     assert bad.value.broker_addr == "1.2.3.4:5"
     with pytest.raises(ProtocolError):
-        parse_pull_response(pull_response(0, minOffset="x"))
+        parse_pull_response(pull_answer(0, minOffset="x"))
 
 
 def test_send_response_mapping() -> None:
@@ -254,22 +240,23 @@ async def test_client_and_group_rpcs(scripted: Scripted, api: MQClientAPI) -> No
 
 async def test_pull_view_and_query(scripted: Scripted, api: MQClientAPI) -> None:
     a = scripted.addr
-    scripted.on(RequestCode.PULL_MESSAGE, lambda req: pull_response(0, stored(0, "A") + stored(1, "B")))
-    scripted.on(RequestCode.LITE_PULL_MESSAGE, lambda req: pull_response(0, stored(0, "A")))
+    two = stored_record(0, "A") + stored_record(1, "B")
+    scripted.on(RequestCode.PULL_MESSAGE, lambda req: pull_answer(0, two))
+    scripted.on(RequestCode.LITE_PULL_MESSAGE, lambda req: pull_answer(0, stored_record(0, "A")))
     big = b"q" * 9000
-    compressed = stored(5, body=zlib.compress(big), sys_flag=MessageSysFlag.COMPRESSED_FLAG)
+    compressed = stored_record(5, body=zlib.compress(big), sys_flag=MessageSysFlag.COMPRESSED_FLAG)
     scripted.on(RequestCode.VIEW_MESSAGE_BY_ID, RemotingCommand.response(0, None, None, compressed))
     scripted.on(RequestCode.QUERY_MESSAGE, RemotingCommand.response(ResponseCode.QUERY_NOT_FOUND))
     header = PullMessageRequestHeader("G", "T", 0, 0, 32, 0x4, 0, 0, 0, subscription="B")
     r = await api.pull_message(a, header, 2.0)
-    assert r.status is PullStatus.FOUND and bytes(r.message_binary) == stored(0, "A") + stored(1, "B")
+    assert r.status is PullStatus.FOUND and bytes(r.message_binary) == two
     lite = PullMessageRequestHeader("G", "T", 0, 0, 32, 0x4 | 0x10, 0, 0, 0, subscription="*")
-    assert bytes((await api.pull_message(a, lite, 2.0)).message_binary) == stored(0, "A")
+    assert bytes((await api.pull_message(a, lite, 2.0)).message_binary) == stored_record(0, "A")
     assert [q.code for q in scripted.requests] == [11, 361]
     assert (await api.view_message(a, 500)).body == big
     query = QueryMessageRequestHeader("T", "k", 32, 0, 1)
     assert await api.query_message(a, query) == []
-    found = RemotingCommand.response(0, None, {}, compressed + stored(6))
+    found = RemotingCommand.response(0, None, {}, compressed + stored_record(6))
     scripted.answers[RequestCode.QUERY_MESSAGE] = found
     assert [m.body for m in await api.query_message(a, query)] == [big, b"m6"]
     scripted.answers[RequestCode.VIEW_MESSAGE_BY_ID] = RemotingCommand.response(22, "gone")

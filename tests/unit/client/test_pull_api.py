@@ -10,6 +10,7 @@ import zlib
 from typing import Any
 
 import pytest
+from tests.wire import pull_answer, stored_record
 
 from rocketq.client.api import (
     PULL_SYS_FLAG_COMMIT_OFFSET,
@@ -22,51 +23,43 @@ from rocketq.client.consumer.pull_api import (
     PullAPIWrapper,
     decode_pull_result,
     one_off_subscription,
-    process_pull_response,
     tag_filter,
 )
 from rocketq.client.consumer.subscription import build_subscription
-from rocketq.client.message import MessageQueue, PullResultExt, PullStatus
+from rocketq.client.instance import MQClientInstance
+from rocketq.client.message import MessageQueue, PullResult, PullResultExt, PullStatus
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import PullMessageRequestHeader
-from rocketq.codec.message import MessageExt, MessageSysFlag, encode_message
+from rocketq.codec.message import MessageSysFlag
 from rocketq.errors import BrokerNotFound, ProtocolError, SystemBusy
 
 MQ = MessageQueue("T", "b", 1)
 
 
-def stored(i: int, tags: str | None = None, body: bytes | None = None, sys_flag: int = 0) -> bytes:
-    props = {"UNIQ_KEY": f"U{i}"}
-    if tags:
-        props["TAGS"] = tags
-    return encode_message(MessageExt(topic="T", body=body or b"m%d" % i, properties=props, queue_offset=i,
-                                     commit_log_offset=100 * i, sys_flag=sys_flag,
-                                     store_host=("127.0.0.1", 10911)))
-
-
-def pull_response(code: int, body: bytes = b"", **ext: str) -> RemotingCommand:
-    fields = {"suggestWhichBrokerId": "0", "nextBeginOffset": "3", "minOffset": "0", "maxOffset": "9"}
-    fields.update(ext)
-    return RemotingCommand.response(code, None, fields, memoryview(body))
-
-
 # -- decoding --------------------------------------------------------------------------------------
+
+
+def decode(
+    response: RemotingCommand, addr: str | None = None, tags: frozenset[str] | None = None, *,
+    decompress: bool = True,
+) -> PullResult:
+    return decode_pull_result(parse_pull_response(response, addr), addr, tags, decompress=decompress)
 
 
 def test_pull_found_decodes_filters_stamps_and_decompresses() -> None:
     big = b"z" * 5000
-    body = stored(0, "A") + stored(1, "B") + stored(
+    body = stored_record(0, "A") + stored_record(1, "B") + stored_record(
         2, "A", zlib.compress(big), MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB)
-    r = process_pull_response(pull_response(0, body), "addr")
+    r = decode(pull_answer(0, body), "addr")
     assert r.status is PullStatus.FOUND and (r.next_begin_offset, r.min_offset, r.max_offset) == (3, 0, 9)
     assert [m.properties["UNIQ_KEY"] for m in r.messages] == ["U0", "U1", "U2"]
     assert r.messages[2].body == big
     assert all(m.properties["MIN_OFFSET"] == "0" and m.properties["MAX_OFFSET"] == "9" for m in r.messages)
-    only_a = process_pull_response(pull_response(0, body), "addr", frozenset({"A"}))
+    only_a = decode(pull_answer(0, body), "addr", frozenset({"A"}))
     assert [m.uniq_key for m in only_a.messages] == ["U0", "U2"]
-    assert process_pull_response(pull_response(0, body), None, frozenset({"C"})).messages == []
-    raw = process_pull_response(pull_response(0, body), None, decompress=False)
+    assert decode(pull_answer(0, body), None, frozenset({"C"})).messages == []
+    raw = decode(pull_answer(0, body), None, decompress=False)
     assert raw.messages[2].body == zlib.compress(big)
     assert r.pull_status is r.status and r.msg_found_list is r.messages
 
@@ -77,22 +70,22 @@ def test_pull_found_decodes_filters_stamps_and_decompresses() -> None:
     (ResponseCode.PULL_OFFSET_MOVED, PullStatus.OFFSET_ILLEGAL),
 ])
 def test_pull_statuses(code: int, status: PullStatus) -> None:
-    r = process_pull_response(pull_response(code, nextBeginOffset="7"))
+    r = decode(pull_answer(code, nextBeginOffset="7"))
     assert r.status is status and r.next_begin_offset == 7 and r.messages == []
 
 
 def test_pull_errors_and_garbage() -> None:
     with pytest.raises(SystemBusy):
-        process_pull_response(pull_response(ResponseCode.SYSTEM_BUSY))
+        decode(pull_answer(ResponseCode.SYSTEM_BUSY))
     with pytest.raises(ProtocolError):
-        process_pull_response(RemotingCommand.response(0, None, None))
+        decode(RemotingCommand.response(0, None, None))
     with pytest.raises(ProtocolError):
-        process_pull_response(pull_response(0, minOffset="x"))
+        decode(pull_answer(0, minOffset="x"))
     with pytest.raises(ProtocolError) as e:
         garbage = b"\x00\x00\x00\x30garbage-garbage-garbage-garbage-garbage!"
-        process_pull_response(pull_response(0, garbage), "a:1")
+        decode(pull_answer(0, garbage), "a:1")
     assert e.value.broker_addr == "a:1"
-    partial = process_pull_response(pull_response(0, stored(0) + stored(1) + b"\xff" * 20))
+    partial = decode(pull_answer(0, stored_record(0) + stored_record(1) + b"\xff" * 20))
     assert [m.uniq_key for m in partial.messages] == ["U0", "U1"]
 
 
@@ -121,31 +114,23 @@ class RecordingAPI:
         return parse_pull_response(self.answer, addr, header.topic)
 
 
-class Brokers:
-    """A broker table as MQClientInstance keeps it; the route refresh can add a broker."""
+class Brokers(MQClientInstance):
+    """A real MQClientInstance broker table; its route refresh installs ``after_refresh``."""
 
     def __init__(
         self, table: dict[str, dict[int, str]], after_refresh: dict[str, dict[int, str]] | None = None
     ) -> None:
-        self.table = table
+        super().__init__(ClientConfig(client_ip="127.0.0.1"), "test@pull")
+        self.broker_addr_table = table
         self.after_refresh = after_refresh
         self.refreshed: list[str] = []
 
-    def find_broker_address_in_subscribe(
-        self, broker_name: str, broker_id: int = 0, only_this_broker: bool = False
-    ) -> str | None:
-        addrs = self.table.get(broker_name)
-        if not addrs:
-            return None
-        addr = addrs.get(broker_id)
-        if addr is None and not only_this_broker:
-            addr = next(iter(addrs.values()), None)
-        return addr
-
-    async def update_topic_route_info_from_name_server(self, topic: str) -> bool:
+    async def update_topic_route_info_from_name_server(
+        self, topic: str, default_topic: str | None = None, default_topic_queue_nums: int = 4
+    ) -> bool:
         self.refreshed.append(topic)
         if self.after_refresh is not None:
-            self.table = self.after_refresh
+            self.broker_addr_table = self.after_refresh
         return True
 
 
@@ -155,11 +140,13 @@ def wrapper(answer: RemotingCommand, brokers: Brokers | None) -> tuple[PullAPIWr
 
 
 async def test_header_carries_the_subscription_only_with_its_flag() -> None:
-    pull, api = wrapper(pull_response(0, stored(0, "A") + stored(1, "B")), Brokers({"b": {0: "m:1"}}))
+    two = stored_record(0, "A") + stored_record(1, "B")
+    pull, api = wrapper(pull_answer(0, two), Brokers({"b": {0: "m:1"}}))
     sub = build_subscription("T", "A")
     flags = PULL_SYS_FLAG_SUSPEND | PULL_SYS_FLAG_COMMIT_OFFSET
-    r = await pull.pull(mq=MQ, sub=sub, offset=5, max_nums=32, sys_flag=flags, timeout=3.0,
-                        commit_offset=4, suspend_timeout_millis=15000, max_msg_bytes=1024)
+    addr, raw = await pull.pull_kernel(MQ, sub, 5, 32, flags, 3.0, commit_offset=4,
+                                       suspend_timeout_millis=15000, max_msg_bytes=1024)
+    r = pull.process_pull_result(MQ, raw, addr, tag_filter(sub))
     assert [m.uniq_key for m in r.messages] == ["U0"]  # the subscription's tags filter here
     addr, header, timeout = api.calls[0]
     assert (addr, timeout) == ("m:1", 3.0)
@@ -173,49 +160,51 @@ async def test_header_carries_the_subscription_only_with_its_flag() -> None:
 
 async def test_the_brokers_suggestion_picks_the_next_node_and_a_slave_gets_no_commit_offset() -> None:
     brokers = Brokers({"b": {0: "m:1", 1: "s:1"}})
-    pull, api = wrapper(pull_response(0, stored(0), suggestWhichBrokerId="1"), brokers)
+    pull, api = wrapper(pull_answer(0, stored_record(0), suggestWhichBrokerId="1"), brokers)
     sub = build_subscription("T", "*")
     flags = PULL_SYS_FLAG_SUSPEND | PULL_SYS_FLAG_COMMIT_OFFSET
-    await pull.pull(MQ, sub, 0, 32, flags, 3.0, commit_offset=7)
+    await pull.pull_kernel(MQ, sub, 0, 32, flags, 3.0, commit_offset=7)
+    assert pull.recalculate_pull_from_which_node(MQ) == 0  # only a processed answer counts
+    await pull.pull(MQ, sub, 0, 32, flags, 3.0)
     assert pull.recalculate_pull_from_which_node(MQ) == 1
-    await pull.pull(MQ, sub, 1, 32, flags, 3.0, commit_offset=7)
-    assert [c[0] for c in api.calls] == ["m:1", "s:1"]
+    await pull.pull_kernel(MQ, sub, 1, 32, flags, 3.0, commit_offset=7)
+    assert [c[0] for c in api.calls] == ["m:1", "m:1", "s:1"]
     assert api.calls[0][1].sys_flag == flags
-    assert api.calls[1][1].sys_flag == PULL_SYS_FLAG_SUSPEND  # a slave cannot store the offset
-    api.answer = pull_response(ResponseCode.PULL_NOT_FOUND)  # suggests the master again
+    assert api.calls[2][1].sys_flag == PULL_SYS_FLAG_SUSPEND  # a slave cannot store the offset
+    api.answer = pull_answer(ResponseCode.PULL_NOT_FOUND)  # suggests the master again
     await pull.pull(MQ, sub, 1, 32, flags, 3.0)
     assert pull.recalculate_pull_from_which_node(MQ) == 0 and MQ not in pull.pull_from_which_node_table
 
 
 async def test_an_unknown_broker_refreshes_the_route_once() -> None:
     brokers = Brokers({}, after_refresh={"b": {0: "m:2"}})
-    pull, api = wrapper(pull_response(ResponseCode.PULL_NOT_FOUND), brokers)
+    pull, api = wrapper(pull_answer(ResponseCode.PULL_NOT_FOUND), brokers)
     r = await pull.pull(MQ, build_subscription("T", "*"), 0, 32, 0, 3.0)
     assert r.status is PullStatus.NO_NEW_MSG and brokers.refreshed == ["T"] and api.calls[0][0] == "m:2"
     gone = Brokers({})
-    pull, api = wrapper(pull_response(0), gone)
+    pull, api = wrapper(pull_answer(0), gone)
     with pytest.raises(BrokerNotFound):
         await pull.pull(MQ, build_subscription("T", "*"), 0, 32, 0, 3.0)
     assert gone.refreshed == ["T"] and api.calls == []
-    pull, _ = wrapper(pull_response(0), None)
+    pull, _ = wrapper(pull_answer(0), None)
     with pytest.raises(BrokerNotFound):
         await pull.pull(MQ, build_subscription("T", "*"), 0, 32, 0, 3.0)
 
 
 async def test_raw_pull_for_bulk_readers_and_errors_with_fields() -> None:
-    body = stored(0) + stored(1)
-    pull, _ = wrapper(pull_response(0, body), None)
+    body = stored_record(0) + stored_record(1)
+    pull, _ = wrapper(pull_answer(0, body), None)
     addr, raw = await pull.pull_kernel(MQ, one_off_subscription("T"), 0, 32, PULL_SYS_FLAG_SUBSCRIPTION, 3.0,
                                        addr="x:1")
     assert addr == "x:1" and bytes(raw.message_binary) == body
     assert len(decode_pull_result(raw).messages) == 2
-    pull, _ = wrapper(pull_response(ResponseCode.SYSTEM_BUSY), None)
+    pull, _ = wrapper(pull_answer(ResponseCode.SYSTEM_BUSY), None)
     with pytest.raises(SystemBusy) as e:
         await pull.pull(MQ, one_off_subscription("T"), 0, 32, 0, 3.0, addr="x:1")
     assert (e.value.broker_addr, e.value.topic) == ("x:1", "T")
 
 
 def test_wrapper_follows_the_clients_decompress_setting() -> None:
-    api: Any = RecordingAPI(pull_response(0))
+    api: Any = RecordingAPI(pull_answer(0))
     api.config = ClientConfig(decode_decompress_body=False)
     assert PullAPIWrapper(api, "G").decompress is False

@@ -26,12 +26,10 @@ from rocketq.client.api import (
     PULL_SYS_FLAG_SUBSCRIPTION,
     decode_records,
     decompressed,
-    parse_pull_response,
 )
 from rocketq.client.consumer.subscription import build_subscription
 from rocketq.client.message import MessageExt, MessageQueue, PullResult, PullResultExt, PullStatus
 from rocketq.codec.bodies import SubscriptionData
-from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import PullMessageRequestHeader
 from rocketq.codec.message import MessageSysFlag
 from rocketq.errors import BrokerNotFound
@@ -44,7 +42,6 @@ __all__ = [
     "PullAPIWrapper",
     "decode_pull_result",
     "one_off_subscription",
-    "process_pull_response",
     "tag_filter",
 ]
 
@@ -99,17 +96,6 @@ def decode_pull_result(
             messages = [decompressed(m) for m in messages]
     return PullResult(ext.status, ext.next_begin_offset, ext.min_offset, ext.max_offset, messages,
                       ext.suggest_which_broker_id)
-
-
-def process_pull_response(
-    response: RemotingCommand,
-    addr: str | None = None,
-    tags: Collection[str] | None = None,
-    *,
-    decompress: bool = True,
-) -> PullResult:
-    """A raw pull answer straight to its PullResult (parse, then ``decode_pull_result``)."""
-    return decode_pull_result(parse_pull_response(response, addr), addr, tags, decompress=decompress)
 
 
 class PullAPIWrapper:
@@ -215,14 +201,9 @@ class PullAPIWrapper:
         timeout: float,
         *,
         tags: Collection[str] | None = None,
-        commit_offset: int = 0,
-        suspend_timeout_millis: int = 0,
-        max_msg_bytes: int | None = None,
         addr: str | None = None,
     ) -> PullResult:
-        """``pull_kernel`` then ``process_pull_result``; ``tags`` default to the subscription's."""
-        addr, ext = await self.pull_kernel(
-            mq, sub, offset, max_nums, sys_flag, timeout, commit_offset=commit_offset,
-            suspend_timeout_millis=suspend_timeout_millis, max_msg_bytes=max_msg_bytes, addr=addr,
-        )
+        """One pull that neither holds nor commits (admin reads): ``pull_kernel`` then
+        ``process_pull_result``; ``tags`` default to the subscription's."""
+        addr, ext = await self.pull_kernel(mq, sub, offset, max_nums, sys_flag, timeout, addr=addr)
         return self.process_pull_result(mq, ext, addr, tag_filter(sub) if tags is None else tags)
