@@ -196,7 +196,7 @@ class AdminBase:
         route = await self.examine_topic_route_info(topic)
         brokers = [b for b in route.broker_datas if b.master_addr]
         if not brokers:
-            raise TopicNotExist(f"topic [{topic}] has no master broker in its route")
+            raise TopicNotExist("no master broker in the topic's route", topic=topic)
         return sorted(brokers, key=lambda b: b.broker_name)
 
     @staticmethod

@@ -68,7 +68,7 @@ class MessageAdmin(AdminBase):
                                   "to look it up as a unique key")
         found = await self.query_message_by_unique_key(topic, uniq_key)
         if not found:
-            raise QueryNotFound(f"no message with id {uniq_key} in topic {topic}")
+            raise QueryNotFound(f"no message with id {uniq_key}", topic=topic)
         return found[0]
 
     async def query_message(
@@ -266,7 +266,7 @@ class MessageAdmin(AdminBase):
             if broker_names is not None:
                 queues = [q for q in queues if q.broker_name in broker_names]
             if not queues:
-                raise InvalidArgument(f"topic {topic} has no writable queue")
+                raise InvalidArgument("the topic has no writable queue", topic=topic)
             for i in range(amount):
                 mq = queues[i % len(queues)]
                 started = time.perf_counter()

@@ -132,14 +132,14 @@ class PullAPIWrapper:
         names no address for its broker even after a refresh."""
         brokers = self.brokers
         if brokers is None:
-            raise BrokerNotFound(f"The broker[{mq.broker_name}] not exist")
+            raise BrokerNotFound(f"The broker[{mq.broker_name}] not exist", topic=mq.topic)
         broker_id = self.recalculate_pull_from_which_node(mq)
         addr = brokers.find_broker_address_in_subscribe(mq.broker_name, broker_id)
         if addr is None:
             await brokers.update_topic_route_info_from_name_server(mq.topic)
             addr = brokers.find_broker_address_in_subscribe(mq.broker_name, broker_id)
             if addr is None:
-                raise BrokerNotFound(f"The broker[{mq.broker_name}] not exist")
+                raise BrokerNotFound(f"The broker[{mq.broker_name}] not exist", topic=mq.topic)
         master = addr if broker_id == MASTER_ID else brokers.find_broker_address_in_subscribe(
             mq.broker_name, MASTER_ID, True
         )
