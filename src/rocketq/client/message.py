@@ -10,6 +10,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rocketq.codec.bodies import MessageQueue
 from rocketq.codec.message import MessageConst, MessageExt
@@ -119,11 +120,11 @@ class PullResult:
         return self.messages
 
 
-@dataclass(frozen=True, slots=True)
-class PullResultExt:
+class PullResultExt(NamedTuple):
     """A pull answer before its records are decoded (RocketMQ's PullResultExt): what the broker
     said in the header, and the raw stored records. ``PullAPIWrapper.process_pull_result`` turns
-    it into a ``PullResult``; bulk readers (Spark) read ``message_binary`` themselves."""
+    it into a ``PullResult``; bulk readers (Spark) read ``message_binary`` themselves. A
+    NamedTuple: one is made per pull, and it costs a tuple."""
 
     status: PullStatus
     next_begin_offset: int

@@ -122,10 +122,11 @@ class PullAPIWrapper:
         return self.pull_from_which_node_table.get(mq, MASTER_ID)
 
     def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
-        if broker_id == MASTER_ID:
-            self.pull_from_which_node_table.pop(mq, None)
-        else:
-            self.pull_from_which_node_table[mq] = broker_id
+        table = self.pull_from_which_node_table
+        if broker_id != MASTER_ID:
+            table[mq] = broker_id
+        elif table:  # the common case, every queue on its master, costs no lookup
+            table.pop(mq, None)
 
     async def find_broker(self, mq: MessageQueue) -> tuple[str, bool]:
         """(address, is a slave) of the node to pull ``mq`` from; ``BrokerNotFound`` if the route
