@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection
 from operator import attrgetter
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from rocketq.client.api import (
     PULL_SYS_FLAG_COMMIT_OFFSET,
@@ -48,6 +48,7 @@ __all__ = [
 MASTER_ID: Final = 0
 _COMPRESSED: Final = MessageSysFlag.COMPRESSED_FLAG
 _SYS_FLAG = attrgetter("sys_flag")
+_FOUND: Final = PullStatus.FOUND
 
 
 class BrokerDirectory(Protocol):
@@ -73,29 +74,49 @@ def one_off_subscription(topic: str, expression: str = "*") -> SubscriptionData:
     return dataclasses.replace(build_subscription(topic, expression), sub_version=0)
 
 
+class _PullResultBuilder:
+    # As api._SendResultBuilder: a frozen dataclass stores each field through
+    # object.__setattr__; filling a twin with the same slots and retagging it gives the same
+    # frozen PullResult for a fraction of that, once per pull.
+    __slots__ = PullResult.__slots__
+
+
+def _pull_result(
+    status: PullStatus, next_begin: int, min_offset: int, max_offset: int, messages: list[MessageExt],
+    suggest: int,
+) -> PullResult:
+    r: Any = object.__new__(_PullResultBuilder)
+    r.status = status
+    r.next_begin_offset = next_begin
+    r.min_offset = min_offset
+    r.max_offset = max_offset
+    r.messages = messages
+    r.suggest_which_broker_id = suggest
+    r.__class__ = PullResult
+    return r  # type: ignore[no-any-return]
+
+
 def decode_pull_result(
     ext: PullResultExt,
     addr: str | None = None,
     tags: Collection[str] | None = None,
-    *,
     decompress: bool = True,
 ) -> PullResult:
     """The PullResult of an answer: records decoded, filtered by ``tags``, stamped, inflated."""
+    status, next_begin, min_offset, max_offset, suggest, body = ext
     messages: list[MessageExt] = []
-    if ext.status is PullStatus.FOUND:
-        body = ext.message_binary
+    if status is _FOUND:
         if len(body):
             # MIN_OFFSET / MAX_OFFSET ride along as properties text appended to each record's (the
             # later key wins), so no message pays for a dict unless someone reads its properties.
             # The leading separator closes a stored string written without its trailing one.
-            stamp = f"\x02MIN_OFFSET\x01{ext.min_offset}\x02MAX_OFFSET\x01{ext.max_offset}\x02"
+            stamp = f"\x02MIN_OFFSET\x01{min_offset}\x02MAX_OFFSET\x01{max_offset}\x02"
             messages = decode_records(body, addr, stamp)
         if tags:
             messages = [m for m in messages if m.tags in tags]
         if decompress and any(map(_COMPRESSED.__and__, map(_SYS_FLAG, messages))):
             messages = [decompressed(m) for m in messages]
-    return PullResult(ext.status, ext.next_begin_offset, ext.min_offset, ext.max_offset, messages,
-                      ext.suggest_which_broker_id)
+    return _pull_result(status, next_begin, min_offset, max_offset, messages, suggest)
 
 
 class PullAPIWrapper:
@@ -189,8 +210,10 @@ class PullAPIWrapper:
         self, mq: MessageQueue, ext: PullResultExt, addr: str | None, tags: Collection[str] | None
     ) -> PullResult:
         """Remember the broker's suggestion for ``mq``, then decode (``decode_pull_result``)."""
-        self.update_pull_from_which_node(mq, ext.suggest_which_broker_id)
-        return decode_pull_result(ext, addr, tags, decompress=self.decompress)
+        suggest = ext.suggest_which_broker_id
+        if suggest or self.pull_from_which_node_table:  # else: on the master, and staying there
+            self.update_pull_from_which_node(mq, suggest)
+        return decode_pull_result(ext, addr, tags, self.decompress)
 
     async def pull(
         self,
