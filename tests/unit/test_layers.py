@@ -14,7 +14,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "rocketq"
 
 # What each layer may import from inside rocketq (besides itself and the shared leaves).
-SHARED = {"errors", "codec", "config"}
+# configfile: the data-dir JSON tables' atomic writes and single writer, used by namesrv and broker.
+SHARED = {"errors", "codec", "config", "configfile"}
 ALLOWED: dict[str, set[str]] = {
     "config": {"errors"},
     "codec": {"errors"},

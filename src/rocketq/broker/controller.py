@@ -283,7 +283,7 @@ class BrokerController:
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
         await self.topic_manager.flush()
-        self.offset_manager.persist()
+        await self.offset_manager.flush()
         await self.subscription_manager.flush()
         if self.store is not None:
             await self.store.shutdown()

@@ -7,15 +7,14 @@ directory written by a Java broker still works. An offset is "the next message t
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
 from rocketq.codec.bodies import loads_lenient
+from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -24,40 +23,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketq.broker.offset")
 
 TOPIC_GROUP_SEPARATOR = "@"
-
-
-def write_config_file(path: Path, data: bytes) -> None:
-    """RocketMQ's string2File made crash-safe: temp file + fsync, old file kept as .bak, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    if path.exists():
-        try:
-            os.replace(path, path.with_name(path.name + ".bak"))
-        except OSError:
-            log.warning("could not keep a backup of %s", path)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def read_config_file(path: Path) -> list[tuple[Path, bytes]]:
-    """The non-empty candidates to load, newest first: the file, then its .bak copy."""
-    out = []
-    for candidate in (path, path.with_name(path.name + ".bak")):
-        try:
-            data = candidate.read_bytes()
-        except FileNotFoundError:
-            continue
-        if data.strip():
-            out.append((candidate, data))
-    return out
 
 
 def decode_offset_table(data: bytes) -> dict[str, dict[int, int]]:
@@ -84,8 +49,9 @@ def decode_offset_table(data: bytes) -> dict[str, dict[int, int]]:
 class ConsumerOffsetManager:
     """Offsets committed by consumer groups (RocketMQ ConsumerOffsetManager).
 
-    Mutated only on the event loop. `persist()` writes synchronously (shutdown, tests);
-    `persist_async()` snapshots on the loop and does the fsync in a worker thread (the 5 s timer).
+    Mutated only on the event loop. Like RocketMQ, commits reach the disk on a timer
+    (`persist_async`, every flushConsumerOffsetInterval) and at shutdown (`flush`), through the
+    file's one writer; `persist()` writes synchronously where no loop runs (tools, tests).
     """
 
     def __init__(self, controller: BrokerController) -> None:
@@ -94,7 +60,7 @@ class ConsumerOffsetManager:
         self.offset_table: dict[str, dict[int, int]] = {}
         self._version = 0
         self._persisted_version = 0
-        self._write_lock = asyncio.Lock()
+        self._writer = ConfigFileWriter(self.path, self.encode)
 
     @property
     def path(self) -> Path:
@@ -179,7 +145,8 @@ class ConsumerOffsetManager:
 
     def load(self) -> bool:
         """Read consumerOffset.json (or its .bak). A missing file is a fresh broker: True."""
-        candidates = read_config_file(self.path)
+        remove_stale_temps(self.path)
+        candidates = read_candidates(self.path)
         if not candidates:
             return True
         for candidate, data in candidates:
@@ -195,24 +162,26 @@ class ConsumerOffsetManager:
         log.error("load consumer offsets failed: neither %s nor its backup is readable", self.path)
         return False
 
+    def _unchanged(self) -> bool:
+        return self._version == self._persisted_version and self.path.exists()
+
     def persist(self) -> None:
-        """Write the table now if anything changed since the last write."""
-        if self._version == self._persisted_version and self.path.exists():
+        """Write the table now if anything changed since the last write (no loop running)."""
+        if self._unchanged():
             return
         version = self._version
-        write_config_file(self.path, self.encode())
+        self._writer.write_now()
         self._persisted_version = version
 
     async def persist_async(self) -> None:
-        """Like persist(), with the file write and fsync in a worker thread."""
-        if self._version == self._persisted_version and self.path.exists():
+        """Like persist(), through the file's writer (snapshot on the loop, fsync in a thread)."""
+        if self._unchanged():
             return
-        async with self._write_lock:
-            version = self._version
-            data = self.encode()  # snapshot on the loop: the table only changes there
-            try:
-                await asyncio.to_thread(write_config_file, self.path, data)
-            except OSError:
-                log.exception("persist %s failed", self.path)
-                return
+        version = self._version
+        if await self._writer.request() is None:
             self._persisted_version = max(self._persisted_version, version)
+
+    async def flush(self) -> None:
+        """Let a timer's write finish, then write what changed since (shutdown)."""
+        await self._writer.idle()
+        await self.persist_async()

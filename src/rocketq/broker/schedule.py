@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from rocketq.broker.topic_manager import RMQ_SYS_SCHEDULE_TOPIC, atomic_write
+from rocketq.broker.topic_manager import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.codec.bodies import loads_lenient
 from rocketq.codec.message import MessageExt, decode_messages, encode_properties, tags_code
+from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import ProtocolError
 from rocketq.store.model import GetMessageStatus, MessageToStore
 
@@ -48,6 +49,7 @@ class ScheduleMessageService:
         self._next_check: dict[int, int] = {}  # level -> ms before which its head is not due
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
+        self._writer = ConfigFileWriter(self.path, self.encode)
         self.delivered = 0
 
     @property
@@ -69,11 +71,8 @@ class ScheduleMessageService:
         return orjson.dumps({"offsetTable": {str(k): v for k, v in sorted(self.offset_table.items())}})
 
     def load(self) -> None:
-        for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
-            try:
-                data = candidate.read_bytes()
-            except FileNotFoundError:
-                continue
+        remove_stale_temps(self.path)
+        for candidate, data in read_candidates(self.path):
             try:
                 doc = loads_lenient(data)
                 table = doc.get("offsetTable") or {}
@@ -85,8 +84,9 @@ class ScheduleMessageService:
             return
 
     def persist(self) -> None:
-        atomic_write(self.path, self.encode())
+        """Write the progress now, synchronously (no loop running: tools and tests)."""
         self._dirty = False
+        self._writer.write_now()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -99,7 +99,8 @@ class ScheduleMessageService:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        self.persist()
+        self._dirty = False
+        await self._writer.write()
 
     async def _run(self) -> None:
         await asyncio.sleep(FIRST_DELAY)
@@ -117,9 +118,8 @@ class ScheduleMessageService:
                     pause = DELAY_FOR_A_PERIOD
             if self._dirty and time.monotonic() - last_persist >= PERSIST_INTERVAL:
                 last_persist = time.monotonic()
-                data = self.encode()
                 self._dirty = False
-                await asyncio.to_thread(atomic_write, self.path, data)
+                self._writer.request()  # snapshots when it starts: nothing is lost
             await asyncio.sleep(pause)
 
     # -- delivery ------------------------------------------------------------------------------

@@ -2,19 +2,19 @@
 
 A group a client uses is created on first sight with RocketMQ's defaults when autoCreateSubscriptionGroup is
 on (the default), or always for broker-internal `CID_RMQ_SYS_` groups. Changes bump the DataVersion and are
-written atomically in a worker thread, coalesced.
+written by the file's one writer (atomically, coalesced, in a worker thread); an admin change is answered
+once it is on disk (`persisted`), as RocketMQ persists before it answers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocketq.broker.offset_manager import read_config_file, write_config_file
 from rocketq.codec.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -55,8 +55,7 @@ class SubscriptionGroupManager:
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.forbidden_table: dict[str, dict[str, int]] = {}
         self.data_version = DataVersion()
-        self._dirty = False
-        self._writer: asyncio.Task[None] | None = None
+        self._writer = ConfigFileWriter(self.path, self.encode)
         for group in SYSTEM_GROUPS:
             self.table[group] = SubscriptionGroupConfig(group_name=group)
 
@@ -114,14 +113,11 @@ class SubscriptionGroupManager:
 
     def _changed(self) -> None:
         self.data_version = self.data_version.next_version()
-        self._dirty = True
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.persist()
-            return
-        if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write_loop())
+        self._writer.changed()
+
+    async def persisted(self) -> None:
+        """Wait until every change made so far is on disk; SystemError_ if its write failed."""
+        await self._writer.settled()
 
     # -- persistence -------------------------------------------------------------------------
 
@@ -139,7 +135,8 @@ class SubscriptionGroupManager:
         self.data_version = wrapper.data_version
 
     def load(self) -> bool:
-        for candidate, data in read_config_file(self.path):
+        remove_stale_temps(self.path)
+        for candidate, data in read_candidates(self.path):
             try:
                 self.decode(data)
             except (ProtocolError, ValueError, TypeError) as exc:
@@ -153,21 +150,9 @@ class SubscriptionGroupManager:
         return True
 
     def persist(self) -> None:
-        self._dirty = False
-        write_config_file(self.path, self.encode())
-
-    async def _write_loop(self) -> None:
-        while self._dirty:
-            self._dirty = False
-            data = self.encode()  # snapshot on the loop: the table only changes there
-            try:
-                await asyncio.to_thread(write_config_file, self.path, data)
-            except OSError:
-                log.exception("persist %s failed", self.path)
+        """Write the table now, synchronously (no event loop: tools and tests)."""
+        self._writer.write_now()
 
     async def flush(self) -> None:
-        """Wait for a pending background write, then make sure the latest table is on disk."""
-        if self._writer is not None and not self._writer.done():
-            await self._writer
-        if self._dirty:
-            self.persist()
+        """Write the latest table and wait for it (shutdown)."""
+        await self._writer.write()

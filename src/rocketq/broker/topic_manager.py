@@ -7,9 +7,7 @@ disk atomically and triggers an immediate re-registration through the `on_change
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocketq.codec.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import InvalidParameter, NoPermission, ProtocolError
 
 if TYPE_CHECKING:
@@ -103,35 +102,6 @@ def check_send_allowed(topic: str) -> None:
         raise NoPermission(f"Sending message to topic[{topic}] is forbidden.")
 
 
-def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """RocketMQ's string2File: write a temp file, fsync it, keep the old file as .bak, rename.
-
-    With sync=False the rename still makes the new content survive a process crash (the page
-    cache keeps it); only a power loss needs the fsyncs, which the caller then runs later.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        if sync:
-            os.fsync(f.fileno())
-    if path.exists():
-        bak = path.with_name(path.name + ".bak")
-        try:
-            os.replace(path, bak)
-        except OSError:
-            log.warning("could not keep a backup of %s", path)
-    os.replace(tmp, path)
-    if not sync:
-        return
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def new_topic_config(topic: str, read: int = 16, write: int = 16, perm: int = PERM_READ | PERM_WRITE,
                      *, topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG,
                      topic_sys_flag: int = 0,
@@ -155,8 +125,7 @@ class TopicConfigManager:
         self._counter = 0
         # Set by the controller: called after every change (re-register with the name servers).
         self.on_change: Callable[[], None] | None = None
-        self._dirty = False
-        self._writer: asyncio.Task[None] | None = None
+        self._writer = ConfigFileWriter(self.path, self.encode)
         self._add_system_topics()
 
     # -- paths and persistence -------------------------------------------------------------
@@ -169,6 +138,11 @@ class TopicConfigManager:
     def data_version(self) -> DataVersion:
         return DataVersion(state_version=self._state_version, timestamp=self._timestamp,
                            counter=self._counter)
+
+    @property
+    def changes(self) -> int:
+        """Grows with every change of the table (compare two readings to see if one happened)."""
+        return self._counter
 
     def _next_version(self) -> None:
         self._timestamp = int(time.time() * 1000)
@@ -189,13 +163,8 @@ class TopicConfigManager:
 
     def load(self) -> None:
         """Read config/topics.json (falling back to the .bak copy); system topics are kept."""
-        for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
-            try:
-                data = candidate.read_bytes()
-            except FileNotFoundError:
-                continue
-            if not data.strip():
-                continue
+        remove_stale_temps(self.path)
+        for candidate, data in read_candidates(self.path):
             try:
                 wrapper = TopicConfigSerializeWrapper.from_json(data)
             except ProtocolError as exc:
@@ -210,50 +179,26 @@ class TopicConfigManager:
         self._add_system_topics(overwrite=False)
 
     def persist(self) -> None:
-        """Write the table now, synchronously (shutdown and tests)."""
-        self._dirty = False
-        atomic_write(self.path, self.encode())
+        """Write the table now, synchronously (no event loop: start-up tools and tests)."""
+        self._writer.write_now()
 
     def _changed(self) -> None:
         self._next_version()
-        self._schedule_persist()
+        self._writer.changed()
         if self.on_change is not None:
             self.on_change()
 
-    def _schedule_persist(self) -> None:
-        """Write the table before the change is acknowledged, fsync off the event loop.
+    async def persisted(self) -> None:
+        """Wait until every change made so far is on disk; SystemError_ if its write failed.
 
-        A topic created (or auto-created by a send) and then lost to a kill -9 would orphan the
-        messages already acknowledged on it, so the file is replaced at once (a few KB, and topic
-        changes are rare); the background writer then makes it durable against power loss too.
+        Whoever acknowledges a change awaits this first: a topic acknowledged and then lost to a
+        kill -9 would orphan the messages already acknowledged on it, or bring a deleted one back.
         """
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.persist()
-            return
-        try:
-            atomic_write(self.path, self.encode(), sync=False)
-        except OSError:
-            log.exception("persist %s failed", self.path)
-        self._dirty = True
-        if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write_loop())
-
-    async def _write_loop(self) -> None:
-        while self._dirty:
-            self._dirty = False
-            data = self.encode()  # snapshot on the loop: the table is only mutated there
-            try:
-                await asyncio.to_thread(atomic_write, self.path, data)
-            except OSError:
-                log.exception("persist %s failed", self.path)
+        await self._writer.settled()
 
     async def flush(self) -> None:
-        """Wait for pending background writes, then write the latest table (shutdown)."""
-        if self._writer is not None and not self._writer.done():
-            await self._writer
-        self.persist()
+        """Write the latest table and wait for it (shutdown)."""
+        await self._writer.write()
 
     # -- system topics ---------------------------------------------------------------------
 
@@ -314,7 +259,7 @@ class TopicConfigManager:
                 changed = True
         if changed:
             self._next_version()
-            self._schedule_persist()
+            self._writer.changed()
 
     def delete_topic_config(self, topic: str) -> TopicConfig | None:
         old = self.table.pop(topic, None)

@@ -4,10 +4,9 @@ RocketMQ keeps a few namespaces here, most notably ``ORDER_TOPIC_CONFIG`` (topic
 served to clients as ``orderTopicConf`` and to brokers in the REGISTER_BROKER response). The file format is
 RocketMQ's own ``{"configTable": {namespace: {key: value}}}`` so an existing ``kvConfig.json`` carries over.
 
-The table lives in memory; persistence is split into :meth:`KVConfigManager.encode` (a snapshot, cheap,
-taken on the event loop so it never races a mutation) and :meth:`KVConfigManager.write` (blocking file I/O
-the caller may run in a worker thread). ``write`` replaces the file atomically: tmp + fsync + rename, then
-an fsync of the directory so the rename itself survives a crash.
+The table lives in memory; :attr:`KVConfigManager.writer` is the file's one writer (it snapshots with
+:meth:`KVConfigManager.encode` on the event loop, so never mid-change, and replaces the file atomically
+with a ``.bak`` of the previous one in a worker thread, see ``rocketq.configfile``).
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
+
 log = logging.getLogger(__name__)
 
 NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
@@ -26,38 +27,45 @@ NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 class KVConfigManager:
     """Namespace -> key -> value, persisted as JSON at ``path``."""
 
-    __slots__ = ("_path", "_table")
+    __slots__ = ("_path", "_table", "writer")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = Path(os.path.expanduser(os.fspath(path)))
         self._table: dict[str, dict[str, str]] = {}
+        self.writer = ConfigFileWriter(self._path, self.encode)
 
     @property
     def path(self) -> Path:
         return self._path
 
     def load(self) -> None:
-        """Read the file if it exists; a missing file is an empty table, a corrupt one is logged and kept."""
-        try:
-            raw = self._path.read_bytes()
-        except FileNotFoundError:
-            return
+        """Read the file (or its .bak) if there is one; a missing file is an empty table, and so is a
+        corrupt one without a usable backup (logged: refusing to start would turn a torn admin write
+        into an outage)."""
+        remove_stale_temps(self._path)
+        for candidate, raw in read_candidates(self._path):
+            table = self._decode(candidate, raw)
+            if table is not None:
+                self._table = table
+                log.info("load KV config table OK, %d namespaces from %s", len(table), candidate)
+                return
+
+    @staticmethod
+    def _decode(candidate: Path, raw: bytes) -> dict[str, dict[str, str]] | None:
         try:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            # Refusing to start would turn a torn admin write into an outage; RocketMQ starts empty too.
-            log.warning("load KV config table failed, file is not JSON: %s", self._path)
-            return
+            log.warning("load KV config table failed, file is not JSON: %s", candidate)
+            return None
         table = doc.get("configTable") if isinstance(doc, dict) else None
         if not isinstance(table, dict):
-            log.warning("load KV config table failed, no configTable in %s", self._path)
-            return
+            log.warning("load KV config table failed, no configTable in %s", candidate)
+            return None
         loaded: dict[str, dict[str, str]] = {}
         for namespace, kv in table.items():
             if isinstance(kv, dict):
                 loaded[str(namespace)] = {str(k): str(v) for k, v in kv.items() if v is not None}
-        self._table = loaded
-        log.info("load KV config table OK, %d namespaces from %s", len(loaded), self._path)
+        return loaded
 
     def put_kv_config(self, namespace: str, key: str, value: str) -> None:
         kv = self._table.setdefault(namespace, {})
@@ -94,26 +102,6 @@ class KVConfigManager:
     def encode(self) -> bytes:
         return orjson.dumps({"configTable": self._table}, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
 
-    def write(self, data: bytes) -> None:
-        """Atomically replace the file with ``data`` (blocking: fsyncs)."""
-        directory = self._path.parent
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_name(self._path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self._path)
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
     def persist(self) -> None:
         """Snapshot and write in one blocking call (for callers not on an event loop, and tests)."""
-        self.write(self.encode())
+        self.writer.write_now()

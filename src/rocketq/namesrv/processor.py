@@ -46,6 +46,7 @@ from rocketq.codec.headers import (
     header,
 )
 from rocketq.config import check_updatable, dump_properties, parse_properties
+from rocketq.configfile import write_atomically
 from rocketq.errors import (
     ConfigError,
     InvalidParameter,
@@ -110,7 +111,6 @@ class DefaultRequestProcessor:
         self._ctl = controller
         self._route = controller.route_info_manager
         self._kv = controller.kv_config_manager
-        self._kv_lock = asyncio.Lock()
         self._config_lock = asyncio.Lock()
         # topic -> encoded route, valid while neither the tables nor the KV store changed.
         self._route_cache: dict[str, bytes] = {}
@@ -343,14 +343,9 @@ class DefaultRequestProcessor:
         return request.make_response(body=KVTable(table).to_json())
 
     async def _persist_kv(self) -> None:
-        async with self._kv_lock:
-            # Snapshot under the lock so the last write to land is always the newest table.
-            data = self._kv.encode()
-            try:
-                await asyncio.to_thread(self._kv.write, data)
-            except OSError as e:
-                log.error("persist kvconfig Exception, %s: %s", self._kv.path, e)
-                raise SystemError_(f"persist kv config failed: {e}") from None
+        """Answer once the table is on disk (its writer coalesces concurrent changes)."""
+        self._kv.writer.request()
+        await self._kv.writer.settled()
 
     # -- name server config ------------------------------------------------------------------------------
 
@@ -389,7 +384,8 @@ class DefaultRequestProcessor:
             return
         text = dump_properties([config]).encode()
         try:
-            await asyncio.to_thread(_write_atomically, Path(os.path.expanduser(path)), text)
+            # one writer: update_config holds _config_lock across this write
+            await asyncio.to_thread(write_atomically, Path(os.path.expanduser(path)), text)
         except OSError as e:
             log.error("persist namesrv config to %s failed: %s", path, e)
 
@@ -409,12 +405,3 @@ def _check_key(key: str) -> None:
             raise NoPermission(f"Can not update config in black list: {key}") from None
         raise InvalidParameter(f"Can not update config {key}: {e}") from None
 
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

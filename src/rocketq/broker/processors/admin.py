@@ -149,7 +149,7 @@ class AdminBrokerProcessor:
 
     # -- topics ------------------------------------------------------------------------------------
 
-    def update_and_create_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+    async def update_and_create_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext(request.ext_fields)
         topic = check_topic_name(h.topic)
         tm = self._ctl.topic_manager
@@ -173,9 +173,10 @@ class AdminBrokerProcessor:
         else:
             log.info("updateAndCreateTopic called by %s: %s", channel.remote_address, cfg)
             tm.update_topic_config(cfg)
+        await tm.persisted()
         return request.make_response(ResponseCode.SUCCESS)
 
-    def delete_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+    async def delete_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         h = DeleteTopicRequestHeader.from_ext(request.ext_fields)
         # As Java does: a name no topic could have is refused before it reaches the store, where
         # it names a directory.
@@ -188,6 +189,7 @@ class AdminBrokerProcessor:
         ctl.topic_manager.delete_topic_config(topic)
         ctl.offset_manager.clean_offset_by_topic(topic)
         ctl.store.delete_topics({topic})
+        await ctl.topic_manager.persisted()
         return request.make_response(ResponseCode.SUCCESS)
 
     def get_all_topic_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
@@ -241,7 +243,8 @@ class AdminBrokerProcessor:
 
     # -- consumer groups ---------------------------------------------------------------------------------
 
-    def update_and_create_subscription_group(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+    async def update_and_create_subscription_group(self, request: RemotingCommand,
+                                                   channel: Any) -> RemotingCommand:
         try:
             cfg = SubscriptionGroupConfig.from_json(request.body_bytes())
         except ProtocolError as exc:
@@ -251,6 +254,7 @@ class AdminBrokerProcessor:
         log.info("AdminBrokerProcessor#updateAndCreateSubscriptionGroup called by %s: %s",
                  channel.remote_address, cfg)
         self._ctl.subscription_manager.update_subscription_group_config(cfg)
+        await self._ctl.subscription_manager.persisted()
         return request.make_response(ResponseCode.SUCCESS)
 
     def get_all_subscription_group_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
@@ -264,7 +268,7 @@ class AdminBrokerProcessor:
             raise SubscriptionGroupNotExist(f"subscription group [{h.group}] not exist")
         return request.make_response(ResponseCode.SUCCESS, None, None, cfg.to_json())
 
-    def delete_subscription_group(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+    async def delete_subscription_group(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         h = DeleteSubscriptionGroupRequestHeader.from_ext(request.ext_fields)
         ctl = self._ctl
         log.info("AdminBrokerProcessor#deleteSubscriptionGroup, caller=%s, group=%s", channel.remote_address,
@@ -272,6 +276,7 @@ class AdminBrokerProcessor:
         ctl.subscription_manager.delete_subscription_group_config(h.group_name)
         if h.clean_offset:
             ctl.offset_manager.remove_offset(h.group_name)
+        await ctl.subscription_manager.persisted()
         return request.make_response(ResponseCode.SUCCESS)
 
     def get_all_consumer_offset(self, request: RemotingCommand, channel: Any) -> RemotingCommand:

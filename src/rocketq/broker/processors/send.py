@@ -13,6 +13,7 @@ broker state (V2 fields, properties, batch bodies) is in `send_wire.py`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import random
@@ -154,6 +155,7 @@ class SendMessageProcessor:
 
     def __init__(self, controller: BrokerController) -> None:
         self._ctl = controller
+        self._tm = controller.topic_manager
         self._topics = controller.topic_manager.table  # the manager never rebinds its table
         self._rand = random.Random()
         self._tags_codes: dict[str, int] = {}
@@ -187,7 +189,9 @@ class SendMessageProcessor:
         """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)."""
         h, batch = self._header(request)
         if batch:
-            return self._send_batch(request, channel, h)
+            changes = self._tm.changes
+            answer = self._send_batch(request, channel, h)
+            return answer if self._tm.changes == changes else self._after_persist(answer)
         result = self.process_many([request], channel)[0]
         if isinstance(result, BaseException):
             raise result
@@ -204,6 +208,7 @@ class SendMessageProcessor:
         results: list[_Result] = []
         lane: list[_Checked] = []
         born_host = channel.attrs.get("born_host") or _parse_born_host(channel)
+        changes = self._tm.changes
         for request in requests:
             try:
                 fields = v2_fields(request.ext_fields) if request.code == _SEND_V2 else None
@@ -225,7 +230,18 @@ class SendMessageProcessor:
             results.append(None)
         if lane:
             self._store_lane(lane, results)
+        if self._tm.changes != changes:  # a topic was created on the way: answer once it is on disk
+            wrap = self._after_persist
+            return [r if r is None or isinstance(r, BaseException) else wrap(r) for r in results]
         return results
+
+    async def _after_persist(self, answer: RemotingCommand | Awaitable[RemotingCommand]) -> RemotingCommand:
+        """`answer`, once the topic table that the send changed is on disk: an acknowledged
+        message must not be left on a topic a kill -9 forgets. The message itself is stored
+        already, so a failed table write (logged by its writer) does not fail the send."""
+        with contextlib.suppress(SystemError_):
+            await self._tm.persisted()
+        return await answer if isinstance(answer, Awaitable) else answer
 
     def _header(self, request: RemotingCommand) -> tuple[SendMessageRequestHeader, bool]:
         """The typed header and whether the request is a batch."""
@@ -521,6 +537,7 @@ class SendMessageProcessor:
     async def _send_back(self, request: RemotingCommand, channel: Any,
                          h: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
         ctl = self._ctl
+        changes = self._tm.changes
         sgc = ctl.subscription_manager.find_subscription_group_config(h.group)
         if sgc is None:
             raise SubscriptionGroupNotExist(f"subscription group not exist, {h.group}")
@@ -578,5 +595,6 @@ class SendMessageProcessor:
         result = await ctl.store.put_message(put)
         if result.ok:
             self._stats.on_put(result.msg_num)
-            return request.make_response(ResponseCode.SUCCESS)
+            answer = request.make_response(ResponseCode.SUCCESS)
+            return answer if self._tm.changes == changes else await self._after_persist(answer)
         return request.make_response(ResponseCode.SYSTEM_ERROR, result.status.name)
