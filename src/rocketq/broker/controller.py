@@ -26,7 +26,7 @@ from rocketq.broker.outer_api import BrokerOuterAPI
 from rocketq.broker.processors import register_all
 from rocketq.broker.schedule import ScheduleMessageService
 from rocketq.broker.subscription_manager import SubscriptionGroupManager
-from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, TopicConfigManager
+from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TopicConfigManager
 from rocketq.codec.bodies import DataVersion
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
@@ -205,7 +205,7 @@ class BrokerController:
         self.offset_manager.load()
         self.subscription_manager.load()
         self.store = MessageStore(self.store_config, store_host=self.store_host,
-                                  on_arrival=self.hold_service.notify_message_arriving)
+                                  on_arrival=self._on_message_arriving)
         if not await asyncio.to_thread(self.store.load):
             root = self.store_config.store_path_root_dir
             raise RuntimeError(f"the message store under {root} failed to load")
@@ -303,6 +303,13 @@ class BrokerController:
     def _not_supported(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                      f" request type {request.code} not supported")
+
+    def _on_message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
+        """The store's arrival callback: wake parked long polls, and the delay service when a
+        delayed message came in (it sleeps until the next due one otherwise)."""
+        if topic == RMQ_SYS_SCHEDULE_TOPIC and self.schedule_service is not None:
+            self.schedule_service.wakeup()
+        self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def _on_channel_close(self, channel: Any) -> None:
         client = self.processors.get("client_manage")

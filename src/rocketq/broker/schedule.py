@@ -2,16 +2,20 @@
 
 A send with DELAY=<level> is stored in SCHEDULE_TOPIC_XXXX, queue level-1, with REAL_TOPIC /
 REAL_QID naming its destination (see SendMessageProcessor). Each level's queue is FIFO with one
-fixed delay, so only its head can become due: the service polls every 100 ms, re-stores due
-messages on the real topic/queue (new physical offset and offset msgId, same UNIQ_KEY, never
-re-scheduled) and keeps per-level progress in `config/delayOffset.json`, so a restart resumes
-where it stopped (at-least-once: progress is persisted every 10 s and at shutdown).
+fixed delay, so only its head can become due: rather than polling every level every 100 ms as
+RocketMQ does, the service sleeps until the earliest head is due, and a put on the schedule
+topic wakes it (`wakeup`), so an idle broker does not spin. It re-stores due messages on the
+real topic/queue (new physical offset and offset msgId, same UNIQ_KEY, never re-scheduled) and
+keeps per-level progress in `config/delayOffset.json`, so a restart resumes where it stopped
+(at-least-once: progress is persisted every 10 s and at shutdown).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketq.broker.schedule")
 
 FIRST_DELAY = 1.0
-POLL_INTERVAL = 0.1
+RETRY_INTERVAL = 0.1  # a level whose head cannot be read yet is looked at again this soon
 DELAY_FOR_A_PERIOD = 10.0  # back-off after a failed re-store
 PERSIST_INTERVAL = 10.0  # flushDelayOffsetInterval
 BATCH = 32
@@ -50,6 +54,9 @@ class ScheduleMessageService:
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
         self._writer = ConfigFileWriter(self.path, self.encode)
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
         self.delivered = 0
 
     @property
@@ -92,7 +99,9 @@ class ScheduleMessageService:
 
     async def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+            self._task = self._loop.create_task(self._run())
 
     async def shutdown(self) -> None:
         task, self._task = self._task, None
@@ -102,11 +111,19 @@ class ScheduleMessageService:
         self._dirty = False
         await self._writer.write()
 
+    def wakeup(self) -> None:
+        """A message was put on the schedule topic: look at the levels again (any thread)."""
+        if threading.get_ident() == self._loop_thread:
+            self._wake.set()
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake.set)
+
     async def _run(self) -> None:
         await asyncio.sleep(FIRST_DELAY)
         last_persist = time.monotonic()
         while True:
-            pause = POLL_INTERVAL
+            self._wake.clear()
+            failed = False
             for level in range(1, self.max_delay_level + 1):
                 try:
                     await self.deliver_due(level)
@@ -115,12 +132,36 @@ class ScheduleMessageService:
                 except Exception:
                     log.exception("ScheduleMessageService, level %d failed; retry in %.0fs", level,
                                   DELAY_FOR_A_PERIOD)
-                    pause = DELAY_FOR_A_PERIOD
-            if self._dirty and time.monotonic() - last_persist >= PERSIST_INTERVAL:
-                last_persist = time.monotonic()
-                self._dirty = False
-                self._writer.request()  # snapshots when it starts: nothing is lost
-            await asyncio.sleep(pause)
+                    failed = True
+            pause = DELAY_FOR_A_PERIOD if failed else self.next_due_in()
+            if self._dirty:
+                persist_in = last_persist + PERSIST_INTERVAL - time.monotonic()
+                if persist_in <= 0:
+                    last_persist = time.monotonic()
+                    self._dirty = False
+                    self._writer.request()  # snapshots when it starts: nothing is lost
+                else:
+                    pause = persist_in if pause is None else min(pause, persist_in)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), pause)
+
+    def next_due_in(self, now: int | None = None) -> float | None:
+        """Seconds until the earliest level head is due; None when no level holds a message."""
+        now = _now_ms() if now is None else now
+        store = self._ctl.store
+        earliest: int | None = None
+        for level in range(1, self.max_delay_level + 1):
+            offset = self.offset_table.get(level, 0)
+            if store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, level - 1) <= offset:
+                continue
+            due = self._next_check.get(level, 0)
+            earliest = due if earliest is None else min(earliest, due)
+        if earliest is None:
+            return None
+        if earliest <= now:
+            # pending but not due-dated (its head could not be read): look again soon, not at once
+            return RETRY_INTERVAL
+        return (earliest - now) / 1000
 
     # -- delivery ------------------------------------------------------------------------------
 

@@ -182,10 +182,11 @@ class MessageStore(PutPath):
         self.drain_index()
         self.commit_log.flush(0)
         self.flush_derived(0)
+        max_offset = self.commit_log.max_offset  # read before the files close: then it is 0
         self._close_files()
         remove_abort_file(self.config.store_path_root_dir)
         self._release_lock()
-        log.info("message store shut down, max offset %d", self.commit_log.max_offset)
+        log.info("message store shut down, max offset %d", max_offset)
 
     def release_without_shutdown(self) -> None:
         """Let go of files and lock but flush nothing and leave the abort file: exactly what

@@ -17,17 +17,28 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketq.store")
 
 
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class ServiceTask:
-    """A named periodic task (RocketMQ's ServiceThread): run `step` every `interval_ms`."""
+    """A named periodic task (RocketMQ's ServiceThread): run `step` every `interval_ms`.
+
+    A step that returns False found nothing to do; with an `idle_interval_ms` the task then waits
+    that long instead, so an idle store does not wake its loop every few milliseconds."""
 
     def __init__(
-        self, name: str, interval_ms: Callable[[], int], step: Callable[[], Awaitable[None]]
+        self, name: str, interval_ms: Callable[[], int], step: Callable[[], Awaitable[bool | None]],
+        idle_interval_ms: Callable[[], int] | None = None,
     ) -> None:
         self.name = name
         self._interval_ms = interval_ms
+        self._idle_interval_ms = idle_interval_ms or interval_ms
         self._step = step
         self._task: asyncio.Task[None] | None = None
-        self._wakeup = asyncio.Event()
+        self._woken = False
+        self._sleeper: asyncio.Future[None] | None = None
         self._stopping = False
 
     def start(self) -> None:
@@ -35,7 +46,24 @@ class ServiceTask:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def wakeup(self) -> None:
-        self._wakeup.set()
+        self._woken = True
+        sleeper = self._sleeper
+        if sleeper is not None and not sleeper.done():
+            sleeper.set_result(None)
+
+    async def _sleep(self, seconds: float) -> None:
+        """Until the interval ends or wakeup(): a future and one timer, which costs the loop a
+        single turn (`wait_for` on an Event costs a task and several turns per round)."""
+        if not self._woken:
+            loop = asyncio.get_running_loop()
+            sleeper = self._sleeper = loop.create_future()
+            timer = loop.call_later(seconds, _resolve, sleeper)
+            try:
+                await sleeper
+            finally:
+                timer.cancel()
+                self._sleeper = None
+        self._woken = False
 
     @property
     def interval_ms(self) -> int:
@@ -44,16 +72,13 @@ class ServiceTask:
 
     async def _run(self) -> None:
         log.info("%s service started", self.name)
+        busy = True
         while True:
-            try:
-                await asyncio.wait_for(self._wakeup.wait(), self._interval_ms() / 1000)
-            except TimeoutError:
-                pass
-            self._wakeup.clear()
+            await self._sleep((self._interval_ms() if busy else self._idle_interval_ms()) / 1000)
             if self._stopping:
                 return
             try:
-                await self._step()
+                busy = await self._step() is not False
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -64,7 +89,7 @@ class ServiceTask:
         if self._task is None:
             return
         self._stopping = True
-        self._wakeup.set()
+        self.wakeup()
         try:
             await self._task
         except asyncio.CancelledError:
@@ -209,26 +234,36 @@ def build_services(store: MessageStore) -> list[ServiceTask]:
     cl = store.commit_log
     last_thorough = [time.monotonic()]
 
-    async def flush_commit_log() -> None:
+    async def flush_commit_log() -> bool:
+        if cl.flushed_offset >= cl.max_offset:
+            return False  # nothing appended since the last flush: no trip to a worker thread
         now = time.monotonic()
         thorough = (now - last_thorough[0]) * 1000 >= store.config.flush_commit_log_thorough_interval
         if thorough:
             last_thorough[0] = now
         least = 0 if thorough else store.config.flush_commit_log_least_pages
         await asyncio.to_thread(cl.flush, least)
+        return True
 
-    last_cq_thorough = [time.monotonic()]
+    last_cq_thorough = [0.0]  # the first round is complete: what recovery rebuilt goes to disk
+    derived_clean_at = [-1]  # the log end when the last complete derived flush began
 
-    async def flush_consume_queues() -> None:
+    async def flush_consume_queues() -> bool:
+        end = cl.max_offset
+        if end == derived_clean_at[0]:
+            return False  # nothing appended since everything derived was flushed
         now = time.monotonic()
         thorough = (now - last_cq_thorough[0]) * 1000 >= store.config.flush_consume_queue_thorough_interval
         if thorough:
             last_cq_thorough[0] = now
         least = 0 if thorough else store.config.flush_consume_queue_least_pages
         await asyncio.to_thread(store.flush_derived, least)
+        if thorough:
+            derived_clean_at[0] = end
+        return True
 
-    async def drain_index() -> None:
-        store.drain_index()
+    async def drain_index() -> bool:
+        return store.drain_index() > 0
 
     async def clean() -> None:
         store.clean_expired_files()
@@ -240,6 +275,7 @@ def build_services(store: MessageStore) -> list[ServiceTask]:
     services.append(ServiceTask("FlushConsumeQueueService", lambda: store.config.flush_interval_consume_queue,
                                 flush_consume_queues))
     if store.index is not None:
-        services.append(ServiceTask("IndexDrainService", lambda: 10, drain_index))
+        # every 10 ms under load; idle, once a second (a query drains what is pending first)
+        services.append(ServiceTask("IndexDrainService", lambda: 10, drain_index, lambda: 1000))
     services.append(ServiceTask("CleanCommitLogService", lambda: store.config.clean_resource_interval, clean))
     return services

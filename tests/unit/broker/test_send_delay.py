@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tests.wire import (
     wait_until,
 )
 
+from rocketq.broker.schedule import FIRST_DELAY
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.remoting import RemotingClient
 
@@ -58,6 +60,37 @@ async def test_delayed_message_is_staged_then_delivered(tmp_path: Path) -> None:
         from tests.wire import query_message
 
         await wait_until(lambda: query_message(client, addr, "DelayT", "dk"), timeout=5)
+
+
+async def test_the_delay_service_sleeps_until_a_delayed_message_is_due(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No polling while nothing is staged (issue 9: an idle broker woke 10 times a second per level);
+    a put on the schedule topic wakes the service, which then sleeps until the head is due."""
+    async with in_process_cluster(tmp_path, OPTS, with_namesrv=False) as (_, b, client):
+        svc = b.schedule_service
+        looked_at: list[int] = []
+        deliver_due = svc.deliver_due
+
+        async def counting(level: int, now: int | None = None) -> int:
+            looked_at.append(level)
+            return await deliver_due(level, now)
+
+        monkeypatch.setattr(svc, "deliver_due", counting)
+        await asyncio.sleep(FIRST_DELAY + 1.0)
+        # one pass over the levels at start-up; polling every 100 ms would have made about ten
+        assert len(looked_at) <= 2 * svc.max_delay_level, looked_at
+        assert svc.next_due_in() is None
+
+        props = message_properties(extra={"DELAY": "2"})
+        sent_at = time.time()
+        assert (await send_message(client, b.address, "SleepT", b"x", properties=props)).code == 0
+        # woken by the put, it read the head: due 2 s after it was stored
+        await wait_until(lambda: (svc.next_due_in() or 0) > 0.5, timeout=5)
+        assert svc.next_due_in() <= 2.0
+        await wait_until(lambda: b.store.get_max_offset_in_queue("SleepT", 0) == 1, timeout=10)
+        assert time.time() - sent_at >= 1.9
+        assert svc.next_due_in() is None
 
 
 async def test_delay_level_above_max_is_clamped(tmp_path: Path) -> None:

@@ -135,3 +135,52 @@ async def test_shutdown_writes_checkpoint_and_removes_abort(
     physic, logics, index, _flushed, _confirm = struct.unpack_from(">qqqqq", raw, 0)
     assert physic == logics == index == r.store_timestamp
     assert store.commit_log.flushed_offset == end
+
+
+async def test_clean_stop_logs_the_real_max_offset(
+    make_store: Callable[..., MessageStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make_store()
+    await store.start()
+    await store.put_message(msg())
+    end = store.max_phy_offset
+    assert end > 0
+    with caplog.at_level("INFO", logger="rocketq.store"):
+        await store.shutdown()
+    assert f"message store shut down, max offset {end}" in caplog.text  # was 0: read after closing
+
+
+async def test_idle_flush_services_stay_off_the_worker_threads(
+    make_store: Callable[..., MessageStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle broker woke its loop and a worker thread every few ms (issue 9 item 5): rounds that
+    have nothing to flush skip the thread, and the index drain slows down while nothing comes."""
+    store = make_store(flush_interval_commit_log=10, flush_interval_consume_queue=10,
+                       flush_commit_log_least_pages=0)
+    calls = {"derived": 0, "log": 0}
+    flush_derived, flush_log = store.flush_derived, store.commit_log.flush
+
+    def derived(least: int = 0) -> None:
+        calls["derived"] += 1
+        flush_derived(least)
+
+    def log_flush(least: int = 0) -> int:
+        calls["log"] += 1
+        return flush_log(least)
+
+    monkeypatch.setattr(store, "flush_derived", derived)
+    monkeypatch.setattr(store.commit_log, "flush", log_flush)
+    await store.start()
+    try:
+        await asyncio.sleep(0.3)  # about 30 rounds of each service
+        # at most the one complete derived flush at start, then nothing
+        assert calls["derived"] <= 1 and calls["log"] == 0, calls
+        await store.put_message(msg())
+        for _ in range(2000):
+            if store.commit_log.flushed_offset == store.max_phy_offset and calls["derived"] > 1:
+                break
+            await asyncio.sleep(0.01)
+        assert store.commit_log.flushed_offset == store.max_phy_offset
+        assert calls["derived"] > 1
+    finally:
+        await store.shutdown()
