@@ -211,10 +211,6 @@ async def test_query_offset_backlog_on_disk_is_not_found(tmp_path: Path,
 async def test_lock_and_unlock_batch_mq(tmp_path: Path) -> None:
     async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
         addr = broker.address
-        cm = broker.processors["consumer_manage"]
-        # Registered here too, so this test does not depend on the controller's table.
-        broker.server.register_processor(RequestCode.LOCK_BATCH_MQ, cm.lock_batch_mq)
-        broker.server.register_processor(RequestCode.UNLOCK_BATCH_MQ, cm.unlock_batch_mq)
 
         def mqs(*ids: int) -> list[dict[str, Any]]:
             return [{"topic": T, "brokerName": broker.broker_name, "queueId": i} for i in ids]
@@ -232,6 +228,8 @@ async def test_lock_and_unlock_batch_mq(tmp_path: Path) -> None:
         unlock_a = orjson.dumps({"consumerGroup": G, "clientId": "a", "mqSet": mqs(1)})
         assert (await invoke(client, addr, RequestCode.UNLOCK_BATCH_MQ, {}, unlock_a)).code == 0
         assert locked(await invoke(client, addr, RequestCode.LOCK_BATCH_MQ, {}, body_b)) == [1, 2]
+        # the controller's one lock table, which the send path also reads
+        assert broker.rebalance_lock_manager.has_live_locks(G)
         r = await invoke(client, addr, RequestCode.LOCK_BATCH_MQ, {}, b"{bad")
         assert r.code == ResponseCode.SYSTEM_ERROR
         r = await invoke(client, addr, RequestCode.LOCK_BATCH_MQ, {}, orjson.dumps({"mqSet": []}))

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -23,8 +22,10 @@ from rocketq.broker.config import BrokerConfig
 from rocketq.broker.long_polling import PullRequestHoldService
 from rocketq.broker.offset_manager import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI
-from rocketq.broker.processors import register_all
+from rocketq.broker.processors import BrokerProcessors, register_all
+from rocketq.broker.rebalance_lock import RebalanceLockManager
 from rocketq.broker.schedule import ScheduleMessageService
+from rocketq.broker.stats import BrokerStats
 from rocketq.broker.subscription_manager import SubscriptionGroupManager
 from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TopicConfigManager
 from rocketq.codec.bodies import DataVersion
@@ -43,65 +44,6 @@ log = logging.getLogger("rocketq.broker")
 BROKER_VERSION_DESC = "V4_9_4"
 CLIENT_CHANNEL_SCAN_INTERVAL = 10.0
 STATS_SAMPLE_INTERVAL = 1.0
-
-
-class BrokerStats:
-    """Put/get counters and the per-second samples behind putTps / getTransferredTps.
-
-    Processors only add to integers on the hot path; a 1 s sampler keeps ten minutes of totals.
-    """
-
-    __slots__ = (
-        "_day",
-        "get_today_morning",
-        "get_total",
-        "get_yesterday_morning",
-        "put_failed",
-        "put_today_morning",
-        "put_total",
-        "put_yesterday_morning",
-        "samples",
-    )
-
-    def __init__(self) -> None:
-        self.put_total = 0
-        self.get_total = 0
-        self.put_failed = 0
-        self.put_today_morning = self.put_yesterday_morning = 0
-        self.get_today_morning = self.get_yesterday_morning = 0
-        self._day = time.localtime().tm_yday
-        self.samples: deque[tuple[float, int, int]] = deque(maxlen=601)
-
-    def on_put(self, n: int) -> None:
-        self.put_total += n
-
-    def on_put_failed(self) -> None:
-        self.put_failed += 1
-
-    def on_get(self, n: int) -> None:
-        self.get_total += n
-
-    def sample(self, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        day = time.localtime().tm_yday
-        if day != self._day:
-            self._day = day
-            self.put_yesterday_morning, self.put_today_morning = self.put_today_morning, self.put_total
-            self.get_yesterday_morning, self.get_today_morning = self.get_today_morning, self.get_total
-        self.samples.append((now, self.put_total, self.get_total))
-
-    def tps(self, seconds: int, which: int) -> float:
-        """Average rate over the last `seconds` of samples (which: 1 = put, 2 = get)."""
-        if len(self.samples) < 2:
-            return 0.0
-        last = self.samples[-1]
-        first = self.samples[max(0, len(self.samples) - 1 - seconds)]
-        span = last[0] - first[0]
-        return (last[which] - first[which]) / span if span > 0 else 0.0
-
-    def tps_text(self, which: int) -> str:
-        """RocketMQ's "10s 1min 10min" triple, e.g. "12.50 11.00 3.20"."""
-        return " ".join(f"{self.tps(s, which):.2f}" for s in (10, 60, 600))
 
 
 class BrokerController:
@@ -126,11 +68,12 @@ class BrokerController:
         self.subscription_manager = SubscriptionGroupManager(self)
         self.consumer_manager = ConsumerManager(self)
         self.producer_manager = ProducerManager(self)
+        self.rebalance_lock_manager = RebalanceLockManager()
         self.hold_service = PullRequestHoldService(self)
         self.outer_api = BrokerOuterAPI(self)
         self.schedule_service: ScheduleMessageService | None = None
         self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
-        self.processors: dict[str, Any] = {}
+        self.processors: BrokerProcessors | None = None  # built once the store is ready
         self.boot_timestamp = int(time.time() * 1000)
         self._ready = False
         self._started = False
@@ -312,9 +255,10 @@ class BrokerController:
         self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def _on_channel_close(self, channel: Any) -> None:
-        client = self.processors.get("client_manage")
-        if client is not None:
-            client.on_channel_close(channel)
+        """A client connection closed: forget it everywhere at once (ClientHousekeepingService)."""
+        self.producer_manager.do_channel_close_event(channel)
+        self.consumer_manager.do_channel_close_event(channel)
+        self.hold_service.do_channel_close_event(channel)
 
     # -- timers ----------------------------------------------------------------------------------
 
@@ -393,9 +337,8 @@ class BrokerController:
         self.server_config = change.new(RemotingServerConfig)
         if self.store is not None:
             self.store.apply_config(self.store_config)
-        send = self.processors.get("send")
-        if send is not None:
-            send.refresh_config()
+        if self.processors is not None:
+            self.processors.send.refresh_config()
         self.config_data_version = self.config_data_version.next_version()
         if change.touches(BrokerConfig, "broker_permission"):
             self.topic_manager.next_version()

@@ -1,6 +1,6 @@
 """asyncio transport for the remoting protocol: servers, clients, channels, configs, the loop."""
 
-from rocketq.remoting.channel import Channel
+from rocketq.remoting.channel import Channel, channel_address
 from rocketq.remoting.client import RemotingClient, split_address
 from rocketq.remoting.config import RemotingClientConfig, RemotingServerConfig
 from rocketq.remoting.endpoint import BatchHandler, CloseListener, Handler, HandlerResult, handles_runs
@@ -17,6 +17,7 @@ __all__ = [
     "RemotingClientConfig",
     "RemotingServer",
     "RemotingServerConfig",
+    "channel_address",
     "handles_runs",
     "new_event_loop",
     "run",

@@ -28,7 +28,7 @@ from rocketq.errors import ProtocolError, RemotingConnectError, RemotingSendErro
 if TYPE_CHECKING:
     from rocketq.remoting.endpoint import RemotingEndpoint
 
-__all__ = ["Channel", "Connection", "format_address"]
+__all__ = ["Channel", "Connection", "channel_address", "format_address"]
 
 log = logging.getLogger("rocketq.remoting")
 
@@ -36,6 +36,16 @@ log = logging.getLogger("rocketq.remoting")
 # read holds dozens of requests; answering them in one write instead of several saves the
 # syscalls and, above all, the peer's extra wake-ups (each write on loopback wakes it).
 CORK_LIMIT = 64
+
+
+def channel_address(channel: Any) -> str:
+    """The peer's "ip:port" for logs and client-host fields, whatever the channel calls it (a
+    ``Channel``, or a stand-in in tests)."""
+    for name in ("remote_address", "remote_addr", "address", "peer"):
+        value = getattr(channel, name, None)
+        if isinstance(value, str):
+            return value
+    return repr(channel)
 
 
 def format_address(addr: Any) -> str:

@@ -201,7 +201,7 @@ def test_producer_unregister() -> None:
 
 
 def test_rebalance_lock_manager() -> None:
-    from rocketq.broker.client_manager import REBALANCE_LOCK_MAX_LIVE_TIME, RebalanceLockManager
+    from rocketq.broker.rebalance_lock import REBALANCE_LOCK_MAX_LIVE_TIME, RebalanceLockManager
 
     lm = RebalanceLockManager()
     t = 1_000_000

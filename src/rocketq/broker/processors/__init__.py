@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rocketq.codec.codes import RequestCode as C
@@ -10,7 +11,28 @@ from rocketq.codec.codes import ResponseCode
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
+    from rocketq.broker.processors.admin import AdminBrokerProcessor
+    from rocketq.broker.processors.admin_group import AdminGroupProcessor
+    from rocketq.broker.processors.client_manage import ClientManageProcessor
+    from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
+    from rocketq.broker.processors.pull import PullMessageProcessor
+    from rocketq.broker.processors.query import QueryMessageProcessor
+    from rocketq.broker.processors.send import SendMessageProcessor
     from rocketq.codec.command import RemotingCommand
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerProcessors:
+    """The processors serving the request table (the controller only reaches `send`, to refresh the
+    values it caches after UPDATE_BROKER_CONFIG; processors never reach one another)."""
+
+    send: SendMessageProcessor
+    pull: PullMessageProcessor
+    query: QueryMessageProcessor
+    client_manage: ClientManageProcessor
+    consumer_manage: ConsumerManageProcessor
+    admin: AdminBrokerProcessor
+    admin_group: AdminGroupProcessor
 
 
 def _end_transaction(request: RemotingCommand, channel: Any) -> RemotingCommand:
@@ -19,11 +41,12 @@ def _end_transaction(request: RemotingCommand, channel: Any) -> RemotingCommand:
                                  "transaction messages are not supported by this broker yet")
 
 
-def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) -> dict[str, Any]:
-    """Build every processor and register its handlers; returns the processors by name.
+def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) -> BrokerProcessors:
+    """Build every processor and register its handlers; returns the processors.
 
     This is the one place that says which request codes the broker serves (RocketMQ's
-    BrokerController.registerProcessor).
+    BrokerController.registerProcessor), and which of the controller's managers a processor
+    shares with another (the rebalance locks: LOCK_BATCH_MQ writes them, the send path reads them).
     """
     from rocketq.broker.processors.admin import AdminBrokerProcessor
     from rocketq.broker.processors.admin_group import AdminGroupProcessor
@@ -33,11 +56,11 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     from rocketq.broker.processors.query import QueryMessageProcessor
     from rocketq.broker.processors.send import SendMessageProcessor
 
-    send = SendMessageProcessor(ctl)
+    send = SendMessageProcessor(ctl, ctl.rebalance_lock_manager)
     pull = PullMessageProcessor(ctl)
     query = QueryMessageProcessor(ctl)
     client = ClientManageProcessor(ctl)
-    consumer = ConsumerManageProcessor(ctl)
+    consumer = ConsumerManageProcessor(ctl, ctl.rebalance_lock_manager)
     admin = AdminBrokerProcessor(ctl)
     admin_group = AdminGroupProcessor(ctl)
 
@@ -102,5 +125,4 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         table.append((C.GET_ALL_DELAY_OFFSET, get_all_delay_offset))
     for code, handler in table:
         register(int(code), handler)
-    return {"send": send, "pull": pull, "query": query, "client_manage": client,
-            "consumer_manage": consumer, "admin": admin, "admin_group": admin_group}
+    return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group)

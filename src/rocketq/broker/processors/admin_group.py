@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rocketq.broker.client_manager import channel_address
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import CommandHeader, GetConsumerRunningInfoRequestHeader, Long, header
@@ -27,6 +26,7 @@ from rocketq.errors import (
     SystemError_,
     TopicNotExist,
 )
+from rocketq.remoting.channel import channel_address
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController

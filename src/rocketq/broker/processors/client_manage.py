@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rocketq.broker.client_manager import ClientChannelInfo, channel_address
+from rocketq.broker.client_manager import ClientChannelInfo
 from rocketq.broker.filter import Subscription, check_expression, subscription_from_heartbeat
 from rocketq.codec.bodies import HeartbeatData, SubscriptionData
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import UnregisterClientRequestHeader
 from rocketq.errors import ProtocolError, SubscriptionParseFailed
+from rocketq.remoting.channel import channel_address
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -107,10 +108,3 @@ class ClientManageProcessor:
         return request.make_response(ResponseCode.SUCCESS)
 
     # -- connection events -------------------------------------------------------------------
-
-    def on_channel_close(self, channel: Any) -> None:
-        """A client connection closed: forget it everywhere at once (ClientHousekeepingService)."""
-        ctl = self._ctl
-        ctl.producer_manager.do_channel_close_event(channel)
-        ctl.consumer_manager.do_channel_close_event(channel)
-        ctl.hold_service.do_channel_close_event(channel)

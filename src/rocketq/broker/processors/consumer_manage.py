@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rocketq.broker.client_manager import RebalanceLockManager, channel_address
+from rocketq.broker.rebalance_lock import RebalanceLockManager
 from rocketq.codec.bodies import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import (
@@ -18,6 +18,7 @@ from rocketq.codec.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketq.errors import ProtocolError
+from rocketq.remoting.channel import channel_address
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -41,12 +42,9 @@ _MEMORY_WINDOW = _total_memory() * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
 
 
 class ConsumerManageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: BrokerController, lock_manager: RebalanceLockManager) -> None:
         self._ctl = controller
-        # Orderly-consumption queue locks. Kept here because only LOCK/UNLOCK_BATCH_MQ change them; the send
-        # path can ask `lock_manager.has_live_locks(group)`.
-        shared = getattr(controller, "rebalance_lock_manager", None)
-        self.lock_manager: RebalanceLockManager = shared if shared is not None else RebalanceLockManager()
+        self._locks = lock_manager  # the controller's: the send path reads the same locks
 
     def query_consumer_offset(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext(request.ext_fields)
@@ -123,7 +121,7 @@ class ConsumerManageProcessor:
         if not body.consumer_group or not body.client_id:
             return request.make_response(ResponseCode.INVALID_PARAMETER,
                                          "lock batch body needs consumerGroup and clientId")
-        locked = self.lock_manager.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
+        locked = self._locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
         return request.make_response(ResponseCode.SUCCESS, None, None,
                                      LockBatchResponseBody(lock_ok_mq_set=tuple(locked)).to_json())
 
@@ -134,5 +132,5 @@ class ConsumerManageProcessor:
         except ProtocolError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad unlock batch body: {exc}")
         if body.consumer_group and body.client_id:
-            self.lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+            self._locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return request.make_response(ResponseCode.SUCCESS)

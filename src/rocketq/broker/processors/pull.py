@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from rocketq.broker.client_manager import BROADCASTING, channel_address
+from rocketq.broker.client_manager import BROADCASTING
 from rocketq.broker.filter import SQL92_NOT_SUPPORTED, Subscription, build_subscription, is_tag_type
 from rocketq.broker.long_polling import PullRequest
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import PullMessageRequestHeader
 from rocketq.errors import SubscriptionParseFailed
+from rocketq.remoting.channel import channel_address
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController

@@ -77,6 +77,7 @@ from rocketq.store.model import (
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
+    from rocketq.broker.rebalance_lock import RebalanceLockManager
     from rocketq.codec.command import RemotingCommand
     from rocketq.store.commitlog import SingleEntry
 
@@ -153,8 +154,9 @@ def _parse_born_host(channel: Any) -> tuple[str, int]:
 class SendMessageProcessor:
     """Handles every producer write (RocketMQ SendMessageProcessor)."""
 
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: BrokerController, lock_manager: RebalanceLockManager) -> None:
         self._ctl = controller
+        self._locks = lock_manager  # an orderly group that holds queues sends its retries to the DLQ
         self._tm = controller.topic_manager
         self._topics = controller.topic_manager.table  # the manager never rebinds its table
         self._rand = random.Random()
@@ -308,9 +310,8 @@ class SendMessageProcessor:
         max_times = sgc.retry_max_times
         if h.max_reconsume_times is not None:
             max_times = h.max_reconsume_times
-        consumer = self._ctl.processors.get("consumer_manage")
         # An orderly group that still holds queue locks cannot consume a retry: straight to the DLQ.
-        locked = consumer is not None and consumer.lock_manager.has_live_locks(group)
+        locked = self._locks.has_live_locks(group)
         if (h.reconsume_times or 0) <= max_times and not locked:
             return None
         dlq = DLQ_GROUP_TOPIC_PREFIX + group
