@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from rocketq.codec.bodies import (
     TopicConfigSerializeWrapper,
 )
 from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.command import RemotingCommand
 from rocketq.remoting import RemotingClient
 
 pytestmark = pytest.mark.timeout(240)
@@ -66,7 +68,9 @@ class History:
     refused: list[str] = field(default_factory=list)
 
     def allowed(self) -> set[int | None]:
-        return {self.acked} if self.in_flight is _UNSET else {self.acked, self.in_flight}  # type: ignore[arg-type]
+        if isinstance(self.in_flight, _Nothing):
+            return {self.acked}
+        return {self.acked, self.in_flight}  # type: ignore[arg-type]
 
     def settle(self, observed: int | None) -> None:
         """After a restart the disk decides what an unanswered change did."""
@@ -84,46 +88,53 @@ class Ledger:
         return sum(h.acked_changes for h in (*self.topics.values(), *self.groups.values()))
 
 
-async def _change(history: History, target: int | None, call: asyncio.Future[object] | object) -> None:
+async def _change(history: History, target: int | None, call: Awaitable[RemotingCommand]) -> bool:
     history.in_flight = target
-    resp = await call  # type: ignore[misc]
-    if resp.code != ResponseCode.SUCCESS:  # type: ignore[attr-defined]
-        history.refused.append(f"{resp.code}: {resp.remark}")  # type: ignore[attr-defined]
-        return  # the worker stops touching it: the oracle no longer knows its state
+    resp = await call
+    if resp.code != ResponseCode.SUCCESS:
+        history.refused.append(f"{resp.code}: {resp.remark}")
+        return False  # the oracle no longer knows its state: the worker leaves it alone
     history.acked, history.in_flight = target, _UNSET
     history.acked_changes += 1
+    return True
 
 
-async def topic_worker(client: RemotingClient, addr: str, ledger: Ledger, names: list[str],
-                       rng: random.Random) -> None:
-    while True:
+async def change_worker(histories: dict[str, History], names: list[str], rng: random.Random,
+                        delete: Callable[[str], Awaitable[RemotingCommand]],
+                        put: Callable[[str, int], Awaitable[RemotingCommand]], markers: int) -> None:
+    """Create, update (a new marker) and delete its own topics or groups, one change at a time."""
+    names = list(names)
+    while names:
         name = rng.choice(names)
-        history = ledger.topics[name]
-        if history.refused:
-            continue
+        history = histories[name]
         if history.acked is not None and rng.random() < 0.4:
-            await _change(history, None,
-                          invoke(client, addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": name}))
+            target, call = None, delete(name)
         else:
-            queues = rng.randint(1, 16)  # create, or update an existing topic to a new queue count
-            await _change(history, queues, create_topic(client, addr, name, read=queues, write=queues))
+            target = rng.randint(1, markers)
+            call = put(name, target)
+        if not await _change(history, target, call):
+            names.remove(name)
 
 
-async def group_worker(client: RemotingClient, addr: str, ledger: Ledger, names: list[str],
-                       rng: random.Random) -> None:
-    while True:
-        name = rng.choice(names)
-        history = ledger.groups[name]
-        if history.refused:
-            continue
-        if history.acked is not None and rng.random() < 0.4:
-            await _change(history, None, invoke(client, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
-                                                {"groupName": name, "cleanOffset": False}))
-        else:
-            retries = rng.randint(1, 32)
-            body = SubscriptionGroupConfig(group_name=name, retry_max_times=retries).to_json()
-            await _change(history, retries,
-                          invoke(client, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
+def topic_worker(client: RemotingClient, addr: str, ledger: Ledger, names: list[str],
+                 rng: random.Random) -> Awaitable[None]:
+    """Markers are queue counts."""
+    return change_worker(
+        ledger.topics, names, rng,
+        lambda name: invoke(client, addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": name}),
+        lambda name, queues: create_topic(client, addr, name, read=queues, write=queues), 16)
+
+
+def group_worker(client: RemotingClient, addr: str, ledger: Ledger, names: list[str],
+                 rng: random.Random) -> Awaitable[None]:
+    """Markers are retryMaxTimes values."""
+    return change_worker(
+        ledger.groups, names, rng,
+        lambda name: invoke(client, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                            {"groupName": name, "cleanOffset": False}),
+        lambda name, retries: invoke(
+            client, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            body=SubscriptionGroupConfig(group_name=name, retry_max_times=retries).to_json()), 32)
 
 
 async def offset_worker(client: RemotingClient, addr: str, ledger: Ledger, group: str,
@@ -177,7 +188,7 @@ def _parse_files(root: Path) -> tuple[dict[str, int], dict[str, int], dict[str, 
     """topics -> writeQueueNums, groups -> retryMaxTimes, offsets, as the files on disk hold them;
     every file (and its .bak) must parse."""
     config = root / "config"
-    for name in ("topics.json", "subscriptionGroup.json", "consumerOffset.json"):
+    for name in ("topics.json", "subscriptionGroup.json", "consumerOffset.json", "delayOffset.json"):
         for path in (config / name, config / f"{name}.bak"):
             if path.exists():
                 orjson.loads(path.read_bytes())  # raises on a torn or mixed file
@@ -238,7 +249,12 @@ async def run_rounds(tmp_path: Path, rounds: int, seconds: float) -> None:
             assert not failed_writes, "\n".join(failed_writes[:5])
             refused = {n: h.refused for n, h in (*ledger.topics.items(), *ledger.groups.items()) if h.refused}
             assert not refused, f"changes refused during the race: {refused}"
-            assert ledger.acked_changes() - before >= MIN_ACKED, "too few changes acknowledged to prove much"
+            acked = ledger.acked_changes() - before
+            in_flight = sum(not isinstance(h.in_flight, _Nothing)
+                            for h in (*ledger.topics.values(), *ledger.groups.values()))
+            print(f"round {round_no}: {acked} topic/group changes acknowledged, {in_flight} in flight "
+                  f"at the kill, {sum(map(len, ledger.offsets_sent.values()))} offsets committed")
+            assert acked >= MIN_ACKED, "too few changes acknowledged to prove much"
 
             topics, groups, offsets = _parse_files(store_root(cluster))
             wrong = _check("topic", ledger.topics, topics) + _check("group", ledger.groups, groups)
