@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import secrets
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from rocketq.errors import SystemError_
 log = logging.getLogger("rocketq.configfile")
 
 _TMP_SUFFIX = ".tmp"
+SLOW_WRITE = 0.5  # seconds: a write this slow is worth a warning
 
 
 def backup_path(path: Path) -> Path:
@@ -208,7 +210,12 @@ class ConfigFileWriter:
             error: Exception | None = None
             try:
                 data = self._snapshot()
+                began = time.monotonic()
                 await asyncio.to_thread(write_atomically, self.path, data, backup=self._backup)
+                took = time.monotonic() - began
+                if took >= SLOW_WRITE:
+                    log.warning("persist %s took %.1f s (a slow disk delays the answers waiting for it)",
+                                self.path, took)
                 self.writes += 1
             except OSError as exc:
                 log.error("persist %s failed: %s", self.path, exc)

@@ -4,7 +4,9 @@ A send with DELAY=<level> is stored in SCHEDULE_TOPIC_XXXX, queue level-1, with 
 REAL_QID naming its destination (see SendMessageProcessor). Each level's queue is FIFO with one
 fixed delay, so only its head can become due: rather than polling every level every 100 ms as
 RocketMQ does, the service sleeps until the earliest head is due, and a put on the schedule
-topic wakes it (`wakeup`), so an idle broker does not spin. It re-stores due messages on the
+topic wakes it (`wakeup`), so an idle broker does not spin. It wakes on RocketMQ's 100 ms grid,
+so messages that fall due close together are delivered together, as Java's timer delivers
+them (a consumer pulls them as one batch). It re-stores due messages on the
 real topic/queue (new physical offset and offset msgId, same UNIQ_KEY, never re-scheduled) and
 keeps per-level progress in `config/delayOffset.json`, so a restart resumes where it stopped
 (at-least-once: progress is persisted every 10 s and at shutdown).
@@ -36,6 +38,7 @@ log = logging.getLogger("rocketq.broker.schedule")
 
 FIRST_DELAY = 1.0
 RETRY_INTERVAL = 0.1  # a level whose head cannot be read yet is looked at again this soon
+TICK_MS = 100  # RocketMQ's DELAY_FOR_A_WHILE: due messages are delivered on this grid
 DELAY_FOR_A_PERIOD = 10.0  # back-off after a failed re-store
 PERSIST_INTERVAL = 10.0  # flushDelayOffsetInterval
 BATCH = 32
@@ -161,7 +164,7 @@ class ScheduleMessageService:
         if earliest <= now:
             # pending but not due-dated (its head could not be read): look again soon, not at once
             return RETRY_INTERVAL
-        return (earliest - now) / 1000
+        return (-(-earliest // TICK_MS) * TICK_MS - now) / 1000
 
     # -- delivery ------------------------------------------------------------------------------
 
