@@ -227,6 +227,15 @@ class TestLocalFileOffsetStore(OffsetStoreConformance):
         assert again.read_offset_in_memory(Q0) == 3
 
 
+def test_offset_file_bytes_are_what_a_java_client_writes() -> None:
+    table = {MessageQueue("T2", 'bro"ker-\u00e9', 1): 5, MessageQueue("T1", "b", 0): -1}
+    assert encode_offset_file(table) == (
+        b'{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T1"}:-1,'
+        b'{"brokerName":"bro\\"ker-\xc3\xa9","queueId":1,"topic":"T2"}:5}}'
+    )
+    assert encode_offset_file({}) == b'{"offsetTable":{}}'
+
+
 def test_offset_file_codec_round_trip_and_java_spacing() -> None:
     table = {Q1: 5, Q0: 2, QB: -1}
     assert decode_offset_file(encode_offset_file(table)) == table
