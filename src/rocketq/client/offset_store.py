@@ -18,6 +18,7 @@ import enum
 import logging
 import os
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -203,10 +204,10 @@ def default_local_offset_store_dir() -> str:
 
 def encode_offset_file(table: Mapping[MessageQueue, int]) -> bytes:
     """``OffsetSerializeWrapper`` the way a Java client writes it (queue objects as map keys)."""
-    items = ",".join(
-        f"{mq.to_json().decode()}:{offset}" for mq, offset in sorted(table.items(), key=lambda kv: kv[0])
+    return fastjson.dumps_mq_table(
+        (fastjson.mq_key(mq.topic, mq.broker_name, mq.queue_id), b"%d" % offset)
+        for mq, offset in sorted(table.items(), key=itemgetter(0))
     )
-    return f'{{"offsetTable":{{{items}}}}}'.encode()
 
 
 def decode_offset_file(data: bytes | str) -> dict[MessageQueue, int]:

@@ -1,4 +1,5 @@
-"""Java's fastjson dialect: the one reader of the JSON superset Java peers write.
+"""Java's fastjson dialect: the one reader of the JSON superset Java peers write, and the one writer
+of its MessageQueue-keyed maps.
 
 fastjson writes a ``Map<MessageQueue, V>`` with the queue *object* as the key
 (``{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:12}}``) and a ``Map<Integer|Long, V>``
@@ -13,11 +14,16 @@ Plain JSON, the common case, goes straight to orjson, and so does JSON whose onl
 bare integer keys once they are quoted (when read as text). The rest of the superset is read by
 a small recursive-descent reader: bodies that need it are small. Anything else raises
 ``ProtocolError``.
+
+Writing: :func:`mq_keys` / :func:`mq_key` spell a MessageQueue key the way fastjson does (members
+in name order, compact), and :func:`dumps_mq_table` wraps ``key:value`` pairs into the body around
+them. Java's fastjson reads that back (it reads its own output), and so does :func:`loads`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,7 +31,7 @@ import orjson
 
 from rocketq.errors import ProtocolError
 
-__all__ = ["ObjectKey", "loads"]
+__all__ = ["ObjectKey", "dumps_mq_table", "loads", "mq_key", "mq_keys"]
 
 _WS = b" \t\r\n"
 _SCALAR_END = b",:}] \t\r\n"
@@ -184,3 +190,46 @@ def loads(data: bytes | bytearray | memoryview | str, *, number_keys_as_text: bo
     if reader.pos != len(raw):
         raise reader.fail("trailing data")
     return out
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+
+def mq_keys(topic: str, broker_name: str) -> Callable[[int], bytes]:
+    """queue id -> that queue as fastjson writes a map key: ``{"brokerName":..,"queueId":..,"topic":..}``.
+
+    The escaped names are encoded once here, not per queue: a consume-stats body has one key per
+    queue of every topic the group reads.
+    """
+    head = b'{"brokerName":' + orjson.dumps(broker_name) + b',"queueId":'
+    tail = b',"topic":' + orjson.dumps(topic) + b"}"
+
+    def key(queue_id: int) -> bytes:
+        return b"%b%d%b" % (head, queue_id, tail)
+
+    return key
+
+
+def mq_key(topic: str, broker_name: str, queue_id: int) -> bytes:
+    """One MessageQueue as fastjson writes it as a map key (the spelling of :func:`mq_keys`)."""
+    names = (orjson.dumps(broker_name), queue_id, orjson.dumps(topic))
+    return b'{"brokerName":%b,"queueId":%d,"topic":%b}' % names
+
+
+def dumps_mq_table(
+    entries: Iterable[tuple[bytes, bytes]],
+    members: Mapping[str, bytes] | None = None,
+    name: str = "offsetTable",
+) -> bytes:
+    """A body whose member ``name`` is a fastjson ``Map<MessageQueue, V>``.
+
+    ``entries`` are (key from :func:`mq_keys`, the value's JSON), written in the order given;
+    ``members`` are the body's other members as JSON. Members go in name order, as fastjson
+    writes a bean's fields.
+    """
+    table = orjson.dumps(name) + b':{' + b",".join([k + b":" + v for k, v in entries]) + b"}"
+    if not members:
+        return b"{" + table + b"}"
+    parts = [(name, table)]
+    parts.extend((k, orjson.dumps(k) + b":" + v) for k, v in members.items())
+    return b"{" + b",".join([part for _, part in sorted(parts)]) + b"}"

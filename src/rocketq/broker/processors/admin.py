@@ -17,7 +17,15 @@ from rocketq.broker.topic_manager import (
     RETRY_GROUP_TOPIC_PREFIX,
     check_topic_name,
 )
+from rocketq.codec import fastjson
 from rocketq.codec.bodies import KVTable, SubscriptionGroupConfig, TopicConfig, TopicFilterType
+from rocketq.codec.bodies.admin import (
+    consume_stats_json,
+    consume_stats_list_json,
+    offset_wrapper_json,
+    topic_offset_json,
+    topic_stats_table_json,
+)
 from rocketq.codec.codes import LanguageCode, ResponseCode
 from rocketq.codec.headers import (
     BoundaryType,
@@ -103,10 +111,6 @@ def parse_attributes(text: str | None, current: dict[str, str]) -> dict[str, str
     return out
 
 
-def _mq_key(topic: str, broker_name: str, queue_id: int) -> str:
-    return orjson.dumps({"brokerName": broker_name, "queueId": queue_id, "topic": topic}).decode()
-
-
 def _language_name(language: object) -> str:
     if isinstance(language, int):
         try:
@@ -130,17 +134,11 @@ def subscription_json(topic: str, sub: Subscription) -> dict[str, object]:
 
 
 def topic_stats_json(topic: str, broker_name: str, rows: list[tuple[int, int, int, int]]) -> bytes:
-    """TopicStatsTable as fastjson writes it: MessageQueue objects as map keys.
-
-    That is not standard JSON, but it is what Java admin tools parse (fastjson reads its own
-    output); rows are (queueId, minOffset, maxOffset, lastUpdateTimestamp).
-    """
-    entries = []
-    for queue_id, min_off, max_off, last in rows:
-        key = _mq_key(topic, broker_name, queue_id)
-        value = f'{{"lastUpdateTimestamp":{last},"maxOffset":{max_off},"minOffset":{min_off}}}'
-        entries.append(f"{key}:{value}")
-    return ('{"offsetTable":{' + ",".join(entries) + "}}").encode()
+    """TopicStatsTable of one topic (fastjson's MessageQueue-keyed map, as Java admin tools read it);
+    rows are (queueId, minOffset, maxOffset, lastUpdateTimestamp)."""
+    key = fastjson.mq_keys(topic, broker_name)
+    return topic_stats_table_json((key(qid), topic_offset_json(min_off, max_off, last))
+                                  for qid, min_off, max_off, last in rows)
 
 
 class AdminBrokerProcessor:
@@ -311,6 +309,7 @@ class AdminBrokerProcessor:
                 continue
             if online is not None and online.subscription_table and not online.find_subscription_data(topic):
                 continue  # the group is online and does not subscribe this topic
+            key = fastjson.mq_keys(topic, ctl.broker_name)
             for qid in range(cfg.read_queue_nums):
                 broker_offset = max(0, store.get_max_offset_in_queue(topic, qid))
                 consumer_offset = max(0, ctl.offset_manager.query_offset(group, topic, qid))
@@ -318,11 +317,9 @@ class AdminBrokerProcessor:
                 if consumer_offset > 0:
                     last = max(0, store.get_message_store_timestamp(topic, qid, consumer_offset - 1))
                 total_diff += broker_offset - consumer_offset
-                entries.append(f'{_mq_key(topic, ctl.broker_name, qid)}:{{"brokerOffset":{broker_offset},'
-                               f'"consumerOffset":{consumer_offset},"lastTimestamp":{last},'
-                               f'"pullOffset":{consumer_offset}}}')
-        body = ('{"consumeTps":0.0,"offsetTable":{' + ",".join(entries) + "}}").encode()
-        return body, total_diff, len(entries)
+                value = offset_wrapper_json(broker_offset, consumer_offset, consumer_offset, last)
+                entries.append((key(qid), value))
+        return consume_stats_json(entries), total_diff, len(entries)
 
     def get_broker_consume_stats(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         """GET_BROKER_CONSUME_STATS: ConsumeStatsList, every group's ConsumeStats per topic it committed.
@@ -332,7 +329,7 @@ class AdminBrokerProcessor:
         """
         h = GetConsumeStatsInBrokerHeader.from_ext(request.ext_fields)
         ctl = self._ctl
-        groups: list[bytes] = []
+        groups: list[tuple[str, list[bytes]]] = []
         total_diff = 0
         for group in sorted(ctl.subscription_manager.table):
             topics = sorted(ctl.offset_manager.which_topic_by_consumer(group))
@@ -343,10 +340,8 @@ class AdminBrokerProcessor:
                     continue
                 stats.append(body)
                 total_diff += diff
-            groups.append(orjson.dumps(group) + b":[" + b",".join(stats) + b"]")
-        body = (b'{"brokerAddr":' + orjson.dumps(ctl.address) + b',"consumeStatsList":['
-                + b",".join(b"{" + g + b"}" for g in groups)
-                + b'],"totalDiff":' + str(total_diff).encode() + b',"totalInflightDiff":0}')
+            groups.append((group, stats))
+        body = consume_stats_list_json(ctl.address, groups, total_diff)
         return request.make_response(ResponseCode.SUCCESS, None, None, body)
 
     def get_consumer_connection_list(self, request: RemotingCommand, channel: Any) -> RemotingCommand:

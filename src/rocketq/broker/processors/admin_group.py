@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from rocketq.codec import fastjson
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import CommandHeader, GetConsumerRunningInfoRequestHeader, Long, header
@@ -77,12 +76,9 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
 
 
 def reset_offset_body(topic: str, broker_name: str, offsets: dict[int, int]) -> bytes:
-    """ResetOffsetBody as fastjson writes it: MessageQueue objects as map keys."""
-    entries = [
-        orjson.dumps({"brokerName": broker_name, "queueId": qid, "topic": topic}).decode() + f":{offset}"
-        for qid, offset in sorted(offsets.items())
-    ]
-    return ('{"offsetTable":{' + ",".join(entries) + "}}").encode()
+    """ResetOffsetBody as fastjson writes it: MessageQueue objects as map keys, in queue order."""
+    key = fastjson.mq_keys(topic, broker_name)
+    return fastjson.dumps_mq_table((key(qid), b"%d" % offset) for qid, offset in sorted(offsets.items()))
 
 
 class AdminGroupProcessor:
