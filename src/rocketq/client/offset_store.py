@@ -124,8 +124,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         return str(addr)
 
     def _timeout(self) -> float:
-        cfg = getattr(self._client, "config", None)
-        return float(getattr(cfg, "mq_client_api_timeout", 3000)) / 1000.0
+        return self._client.config.mq_client_api_timeout / 1000.0
 
     async def _read_from_store(self, mq: MessageQueue) -> int:
         try:
@@ -154,7 +153,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
                     log.debug(
                         "[persistAll] Group: %s ClientId: %s updateConsumeOffsetToBroker %s %d",
                         self.group_name,
-                        getattr(self._client, "client_id", "?"),
+                        self._client.client_id,
                         mq,
                         offset,
                     )
@@ -175,7 +174,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
             log.info(
                 "[persist] Group: %s ClientId: %s updateConsumeOffsetToBroker %s %d",
                 self.group_name,
-                getattr(self._client, "client_id", "?"),
+                self._client.client_id,
                 mq,
                 offset,
             )

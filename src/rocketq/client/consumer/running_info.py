@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from rocketq.client.consumer.types import PushConsumerConfig
+
 __all__ = ["consumer_running_info"]
 
 
@@ -21,7 +23,7 @@ def _camel(name: str) -> str:
 
 
 def consumer_running_info(consumer: Any, consume_type: str, orderly: bool) -> bytes:
-    cfg = consumer.config
+    cfg: PushConsumerConfig = consumer.config
     client = consumer.client
     props: dict[str, str] = {}
     for f in dataclasses.fields(cfg):
@@ -37,7 +39,7 @@ def consumer_running_info(consumer: Any, consume_type: str, orderly: bool) -> by
             "PROP_CLIENT_VERSION": "rocketq",
             "PROP_CONSUME_TYPE": consume_type,
             "PROP_CONSUMEORDERLY": "true" if orderly else "false",
-            "PROP_THREADPOOL_CORE_SIZE": str(getattr(cfg, "consume_thread_min", 0)),
+            "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_min),
             "PROP_CONSUMER_START_TIMESTAMP": str(client.boot_timestamp),
             "PROP_NAMESERVER_ADDR": ";".join(client.api.namesrv_addr_list),
         }
