@@ -26,7 +26,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TextIO
 
 import numpy as np
@@ -198,14 +198,10 @@ def add_commands(commands: Any) -> None:
 def _handle(args: argparse.Namespace) -> int:
     if not args.namesrv_addr:
         raise CliError("no name server: pass -n HOST:PORT or set NAMESRV_ADDR", exit_code=2)
-    opts = BenchOptions(
-        mode=args.bench_mode, namesrv=args.namesrv_addr, topic=args.topic,
-        threads=getattr(args, "threads", 16), size=getattr(args, "size", 128),
-        batch=getattr(args, "batch", 1), duration=args.duration, sync=getattr(args, "sync", True),
-        window=getattr(args, "window", 64), tags=getattr(args, "tags", None),
-        keys=getattr(args, "keys", False), group=getattr(args, "group", None),
-        from_first=getattr(args, "from_first", False), plot=args.plot,
-    )
+    # A mode parses only its own options (consumer has no --size): the rest keep BenchOptions' defaults.
+    given = vars(args)
+    options = {f.name: given[f.name] for f in fields(BenchOptions) if f.name in given}
+    opts = BenchOptions(mode=args.bench_mode, namesrv=args.namesrv_addr, **options)
     if opts.plot:
         _require_matplotlib()
     from rocketq.remoting.loop import new_event_loop

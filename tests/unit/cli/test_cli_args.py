@@ -159,3 +159,27 @@ def test_namesrv_print_config_uses_its_port(capsys: pytest.CaptureFixture[str], 
     assert code == 0
     assert set(_props(out)) == {"name server"}
     assert _props(out)["name server"]["listenPort"] == "19876"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["producer", "-s", "7", "--async"], {"size": 7, "sync": False, "group": None}),
+        # consumer mode parses no send options: they keep BenchOptions' own defaults
+        (["consumer", "-g", "G", "--from-first"], {"size": 128, "threads": 16, "from_first": True}),
+    ],
+)
+def test_bench_options_come_from_the_mode_and_dataclass_defaults(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: dict[str, object]
+) -> None:
+    from rocketq.cli import bench
+
+    seen: list[bench.BenchOptions] = []
+
+    async def fake_run(opts: bench.BenchOptions, out: object) -> int:
+        seen.append(opts)
+        return 0
+
+    monkeypatch.setattr(bench, "run_bench", fake_run)
+    assert main(["bench", *argv, "-n", "127.0.0.1:1"]) == 0
+    assert {name: getattr(seen[0], name) for name in expected} == expected
