@@ -11,9 +11,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
-
-from rocketq.codec.bodies import loads_lenient
+from rocketq.codec.bodies import ConsumerOffsetSerializeWrapper, loads_lenient
 from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import ProtocolError
 
@@ -136,9 +134,7 @@ class ConsumerOffsetManager:
     # -- persistence -------------------------------------------------------------------------
 
     def encode(self) -> bytes:
-        table = {key: {str(qid): off for qid, off in queues.items()}
-                 for key, queues in self.offset_table.items()}
-        return orjson.dumps({"offsetTable": table})
+        return ConsumerOffsetSerializeWrapper(self.offset_table).to_json()
 
     def decode(self, data: bytes) -> None:
         self.offset_table = decode_offset_table(data)

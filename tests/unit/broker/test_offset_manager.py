@@ -42,6 +42,15 @@ def test_file_format_is_rocketmq(tmp_path: Path) -> None:
     assert doc == {"offsetTable": {"TopicA@g1": {"0": 12, "1": 7}, "%RETRY%g1@%RETRY%g1": {"0": 3}}}
 
 
+def test_file_bytes_are_pinned(tmp_path: Path) -> None:
+    # Insertion order, compact, queue ids quoted (fastjson reads both spellings).
+    m = _mgr(tmp_path)
+    m.commit_offset("c", "g1", "TopicB", 1, 7)
+    m.commit_offset("c", "g1", "TopicB", 0, 12)
+    m.commit_offset("c", "g\u00e9", "TopicA", 0, -1)
+    assert m.encode() == b'{"offsetTable":{"TopicB@g1":{"1":7,"0":12},"TopicA@g\xc3\xa9":{"0":-1}}}'
+
+
 def test_offsets_survive_reload(tmp_path: Path) -> None:
     m = _mgr(tmp_path)
     for q in range(4):

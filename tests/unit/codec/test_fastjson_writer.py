@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rocketq.codec.bodies import MessageQueue
+from rocketq.codec.bodies import ConsumerOffsetSerializeWrapper, DataVersion, MessageQueue
 from rocketq.codec.bodies._schema import JsonBody
 from rocketq.codec.bodies.admin import (
     ConsumeStats,
@@ -91,4 +91,15 @@ def test_consume_stats_list_wraps_whole_bodies() -> None:
     key = mq_key("T", "b", 0)
     assert topic_stats_table_json([(key, topic_offset_json(0, 5, 0))]) == (
         b'{"offsetTable":{' + key + b':{"lastUpdateTimestamp":0,"maxOffset":5,"minOffset":0}}}'
+    )
+
+
+def test_consumer_offset_wrapper_writes_what_the_generic_plan_writes() -> None:
+    table = {"TopicB@g1": {1: 7, 0: 12}, "TopicA@g\u00e9": {0: -1}, "E@g": {}}
+    for version in (None, DataVersion(3, 1700000000000, 9)):
+        wrapper = ConsumerOffsetSerializeWrapper(table, version)
+        assert wrapper.to_json() == JsonBody.to_json(wrapper)
+        assert ConsumerOffsetSerializeWrapper.from_json(wrapper.to_json()) == wrapper
+    assert ConsumerOffsetSerializeWrapper(table).to_json() == (
+        b'{"offsetTable":{"TopicB@g1":{"1":7,"0":12},"TopicA@g\xc3\xa9":{"0":-1},"E@g":{}}}'
     )
