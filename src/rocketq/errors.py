@@ -254,21 +254,61 @@ class FlushDiskTimeout(ServerError):
 
 
 class StoreError(RocketQError):
-    """The store refused or failed an operation (disk full, closed, corrupt data)."""
+    """The store refused or failed an operation (disk full, closed, corrupt data).
+
+    `put_status` names the RocketMQ PutMessageStatus a put refused by this error answers with
+    (the store maps it in one place, `store/put.py`; the broker maps statuses to codes)."""
 
     code = ResponseCode.SYSTEM_ERROR
+    put_status = "UNKNOWN_ERROR"
 
 
 class StoreClosed(StoreError):
+    """Puts after shutdown, or before the store finished loading."""
+
     code = ResponseCode.SERVICE_NOT_AVAILABLE
+    put_status = "SERVICE_NOT_AVAILABLE"
+
+    def __init__(self, root: str) -> None:
+        super().__init__(f"message store {root} is not open")
+        self.root = root
 
 
 class DiskFull(StoreError):
+    """No disk blocks for `needed` bytes of `path`: writing them through a mapping would fault,
+    so the put is refused before anything of it is written."""
+
     code = ResponseCode.SERVICE_NOT_AVAILABLE
+    put_status = "SERVICE_NOT_AVAILABLE"
+
+    def __init__(self, path: str, needed: int) -> None:
+        super().__init__(f"no space left on device for {needed} bytes of {path}")
+        self.path = path
+        self.needed = needed
 
 
 class MessageTooLarge(StoreError):
+    """A record larger than a commit-log segment can ever hold."""
+
     code = ResponseCode.MESSAGE_ILLEGAL
+    put_status = "MESSAGE_ILLEGAL"
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"record of {size} bytes cannot fit a {limit}-byte segment")
+        self.size = size
+        self.limit = limit
+
+
+class CreateMappedFileFailed(StoreError):
+    """A segment file could not be created or mapped (permissions, descriptors, ...)."""
+
+    code = ResponseCode.SYSTEM_ERROR
+    put_status = "CREATE_MAPPED_FILE_FAILED"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"create mapped file {path} failed: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 _BY_CODE: dict[int, type[ServerError]] = {

@@ -11,6 +11,7 @@ from rocketq.store.model import (
     PutMessageResult,
     PutMessageStatus,
     QueryMessageResult,
+    SingleEntry,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "PutMessageResult",
     "PutMessageStatus",
     "QueryMessageResult",
+    "SingleEntry",
 ]

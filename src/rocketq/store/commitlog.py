@@ -34,6 +34,7 @@ from rocketq.codec.record import (
 from rocketq.codec.record import batch_head_struct as _batch_struct
 from rocketq.codec.record import host_bits_struct as _mid_struct
 from rocketq.codec.record import record_struct as _single_struct
+from rocketq.errors import DiskFull, MessageTooLarge
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.mapped_file import (
     AllocateMappedFileService,
@@ -41,7 +42,7 @@ from rocketq.store.mapped_file import (
     MappedFileQueue,
     offset_to_file_name,
 )
-from rocketq.store.model import MessageToStore
+from rocketq.store.model import MessageToStore, SingleEntry
 
 log = logging.getLogger("rocketq.store")
 
@@ -75,21 +76,6 @@ class EncodedBatch:
     born_host: tuple[str, int] = ("127.0.0.1", 0)
     reconsume_times: int = 0
     wait_store_msg_ok: bool = True
-
-
-# One message of a run of single sends (see MessageStore.append_many): topic, queue id, body,
-# flag, properties string, tags code, index keys, sys flag, born timestamp, born host,
-# reconsume times. A tuple because one per message is built on the send hot path.
-SingleEntry = tuple[str, int, "bytes | memoryview", int, str, int, tuple[str, ...], int, int,
-                    tuple[str, int], int]
-
-
-class AppendError(Exception):
-    """The record cannot be stored at all (larger than a segment) or a segment is unavailable."""
-
-
-class NoSpaceError(AppendError):
-    """The disk has no room for the record: writing it through the mapping would fault."""
 
 
 class CommitLog:
@@ -148,7 +134,7 @@ class CommitLog:
     def _segment_for(self, size: int) -> MappedFile:
         """The segment a record of `size` bytes goes to, closing the current one if needed."""
         if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            raise AppendError(f"record of {size} bytes cannot fit a {self.file_size}-byte segment")
+            raise MessageTooLarge(size, self.file_size - END_FILE_MIN_BLANK_LENGTH)
         mf = self.mfq.last_for_write(self.start_offset_hint)
         if size + END_FILE_MIN_BLANK_LENGTH > mf.remaining:
             blank = mf.remaining
@@ -349,7 +335,7 @@ class CommitLog:
         if mf.no_space and pos + size > mf.reserved:
             mf.reserve(pos + size)
             if mf.no_space and pos + size > mf.reserved:
-                raise NoSpaceError(f"no space left for {size} bytes in {mf.path}")
+                raise DiskFull(mf.path, size)
         target = min(mf.file_size, pos + RESERVE_WINDOW)
         if target <= self._reserving.get(mf.file_from_offset, 0):
             return  # already asked for

@@ -1,5 +1,5 @@
 """What follows an append: consume-queue entries, the arrival notification, index keys.
-(The one-message put does the same inline in PutPath.append_message; runs of one-message puts
+(The one-message put does the same inline in PutService.append_message; runs of one-message puts
 go through `Dispatcher.dispatch_run`, batches through `dispatch_batch`.)
 
 RocketMQ tails the commit log with a "reput" thread; here the consume-queue entries are written
@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from rocketq.codec.message import MessageConst, MessageSysFlag, tags_code
 from rocketq.codec.properties import get_property_bytes, needle
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.index import IndexService
-
-if TYPE_CHECKING:
-    from rocketq.store.commitlog import SingleEntry
+from rocketq.store.model import SingleEntry
 
 log = logging.getLogger("rocketq.store")
 
@@ -73,17 +70,17 @@ class Dispatcher:
         woken: dict[tuple[ConsumeQueue, int], None] = {}
         keys: list[tuple[str, ...]] = []
         keyed: list[int] = []
-        topic = run[0][0]
+        topic = run[0].topic
         one_topic = True
         for e, cq, (phys, size, _) in zip(run, queues, placed, strict=False):  # placed: a prefix
-            sys_flag = e[7]
+            sys_flag = e.sys_flag
             if sys_flag & 0xC not in _NOT_DISPATCHED_BITS:
-                cq.append(phys, size, e[5])
-                woken[(cq, e[5])] = None
-            if e[6] and sys_flag & 0xC != 0xC:
-                keys.append(e[6])
+                cq.append(phys, size, e.tags_code)
+                woken[(cq, e.tags_code)] = None
+            if e.keys and sys_flag & 0xC != 0xC:
+                keys.append(e.keys)
                 keyed.append(phys)
-                if e[0] != topic:
+                if e.topic != topic:
                     one_topic = False
         index = self.index
         if index is not None and keys:
@@ -91,8 +88,8 @@ class Dispatcher:
                 index.add_batch(topic, keys, keyed, store_ts)
             else:
                 for e, (phys, _, _) in zip(run, placed, strict=False):
-                    if e[6] and e[7] & 0xC != 0xC:
-                        index.add(e[0], e[6], phys, store_ts)
+                    if e.keys and e.sys_flag & 0xC != 0xC:
+                        index.add(e.topic, e.keys, phys, store_ts)
         if self.on_arrival is not None:
             # one wake-up per queue and tag, at the queue's final offset: long polls coalesce
             # their wake-ups the same way

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from rocketq.errors import StoreError
+from rocketq.errors import CreateMappedFileFailed, DiskFull, StoreError
 
 log = logging.getLogger("rocketq.store")
 
@@ -361,15 +361,21 @@ class MappedFileQueue:
         return os.path.join(self.store_path, offset_to_file_name(offset))
 
     def create_file(self, from_offset: int) -> MappedFile:
-        """Map the segment starting at `from_offset` (inserted in order) and prefetch the next."""
-        os.makedirs(self.store_path, exist_ok=True)
+        """Map the segment starting at `from_offset` (inserted in order) and prefetch the next.
+        Raises DiskFull (no room for the directory or file) or CreateMappedFileFailed."""
         path = self._path(from_offset)
-        if self.allocator is not None:
-            mf = self.allocator.take(path, self.mapped_file_size, self.preallocate)
-            self.allocator.prefetch(self._path(from_offset + self.mapped_file_size), self.mapped_file_size,
-                                    self.preallocate)
-        else:
-            mf = MappedFile(path, self.mapped_file_size, preallocate=self.preallocate)
+        try:
+            os.makedirs(self.store_path, exist_ok=True)
+            if self.allocator is not None:
+                mf = self.allocator.take(path, self.mapped_file_size, self.preallocate)
+                self.allocator.prefetch(self._path(from_offset + self.mapped_file_size),
+                                        self.mapped_file_size, self.preallocate)
+            else:
+                mf = MappedFile(path, self.mapped_file_size, preallocate=self.preallocate)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise DiskFull(path, self.mapped_file_size) from e
+            raise CreateMappedFileFailed(path, e.strerror or str(e)) from e
         i = bisect.bisect_left(self._starts, from_offset)
         self.files.insert(i, mf)
         self._starts.insert(i, from_offset)

@@ -3,20 +3,20 @@
 The core is synchronous and loop-agnostic (`append_message`, `get_message`, ...); `start()`
 adds the asyncio services (flush, group commit, index building, clean-up) and the async puts
 add the SYNC_FLUSH wait. Call `load()` (recovery) before anything else. The write path is
-`PutPath` (put.py), mixed in.
+`PutService` (put.py), which the put methods here hand over to.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from rocketq.codec.message import offset_msg_id_prefix
 from rocketq.store import retention
 from rocketq.store.checkpoint import StoreCheckpoint, StoreLock, create_abort_file, remove_abort_file
-from rocketq.store.commitlog import CommitLog
+from rocketq.store.commitlog import CommitLog, EncodedBatch
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import ArrivalListener, Dispatcher
@@ -25,19 +25,24 @@ from rocketq.store.mapped_file import AllocateMappedFileService
 from rocketq.store.model import (
     GetMessageResult,
     GetMessageStatus,
+    MessageBatchToStore,
+    MessageToStore,
+    PutMessageResult,
+    PutMessageStatus,
     QueryMessageResult,
+    SingleEntry,
 )
-from rocketq.store.put import PutPath, _now_ms
+from rocketq.store.put import Placed, PutService, now_ms
 from rocketq.store.reader import offset_by_time, read_queue
 from rocketq.store.recovery import Recovery, RecoveryReport
-from rocketq.store.services import GroupCommitService, ServiceTask, build_services
+from rocketq.store.services import ServiceTask, build_services
 
 log = logging.getLogger("rocketq.store")
 
 
-class MessageStore(PutPath):
+class MessageStore:
     """The store: commit log, consume queues, index, their files and services (the put path
-    lives in `PutPath`)."""
+    is `self.put`, a PutService)."""
 
     def __init__(
         self,
@@ -58,24 +63,65 @@ class MessageStore(PutPath):
         self.recovery_report: RecoveryReport | None = None
         self._disk_ratio = disk_ratio or (lambda: retention.disk_used_ratio(config.store_path_root_dir))
         self._msg_id_prefix = offset_msg_id_prefix(*store_host)
-        self._put_lock = threading.Lock()
+        self.put = PutService(config, self.commit_log, self.consume_queues, self._create_cq, self.dispatcher,
+                              self._msg_id_prefix)
         self._store_lock: StoreLock | None = None
         self._loaded = False
         self._shutdown = False
-        self._disk_full = False
         self._services: list[ServiceTask] = []
-        self._group_commit: GroupCommitService | None = None
-        self._last_dispatch_ts = 0
-        self.put_message_times_total = 0
-        self.put_message_size_total = 0
         self.get_message_times_total = 0
         self.get_message_transferred_total = 0
-        self._started_ms = _now_ms()
+        self._started_ms = now_ms()
 
     @property
     def msg_id_prefix(self) -> str:
         """The host part of this store's offset msgIds: append f"{offset:016X}"."""
         return self._msg_id_prefix
+
+    # ---- put (PutService) -----------------------------------------------------------------
+    def append_message(self, m: MessageToStore) -> PutMessageResult:
+        """Store one message (page cache only; `put_message` adds the SYNC_FLUSH wait)."""
+        return self.put.append_message(m)
+
+    def append_many(self, entries: Sequence[SingleEntry]) -> list[Placed | PutMessageStatus]:
+        """Store a run of one-message puts; per entry (offset, size, queue offset) or its refusal."""
+        return self.put.append_many(entries)
+
+    def append_messages(self, batch: MessageBatchToStore | EncodedBatch) -> PutMessageResult:
+        """Store a batch with one append; consecutive queue offsets."""
+        return self.put.append_messages(batch)
+
+    async def put_message(self, m: MessageToStore) -> PutMessageResult:
+        return await self.put.put_message(m)
+
+    async def put_messages(self, batch: MessageBatchToStore | EncodedBatch) -> PutMessageResult:
+        return await self.put.put_messages(batch)
+
+    async def wait_flushed(self, target: int) -> bool:
+        """SYNC_FLUSH: wait until the commit log is durable up to `target` (the group commit);
+        False after syncFlushTimeout (the data stays stored: FLUSH_DISK_TIMEOUT)."""
+        return await self.put.flush_future(target)
+
+    def flush_future(self, target: int) -> asyncio.Future[bool]:
+        """`wait_flushed` as a plain future, for callers that answer many puts from one callback."""
+        return self.put.flush_future(target)
+
+    @property
+    def disk_full(self) -> bool:
+        """Puts are refused until retention sees the disk usable again."""
+        return self.put.disk_full
+
+    @disk_full.setter
+    def disk_full(self, full: bool) -> None:
+        self.put.disk_full = full
+
+    @property
+    def put_message_times_total(self) -> int:
+        return self.put.times_total
+
+    @property
+    def put_message_size_total(self) -> int:
+        return self.put.size_total
 
     @property
     def on_arrival(self) -> ArrivalListener | None:
@@ -110,6 +156,7 @@ class MessageStore(PutPath):
             self._store_lock = None
             raise
         self._loaded = True
+        self.put.open()
         return True
 
     def _load_consume_queues(self) -> None:
@@ -143,9 +190,7 @@ class MessageStore(PutPath):
             self.load()
         if self._services:
             return
-        if self.config.sync_flush:
-            self._group_commit = GroupCommitService(self)
-            self._group_commit.start()
+        self.put.start()
         self._services = build_services(self)
         for s in self._services:
             s.start()
@@ -157,6 +202,7 @@ class MessageStore(PutPath):
         changed = {f for f in config.__dataclass_fields__ if getattr(config, f) != getattr(self.config, f)}
         self.config = config
         self.commit_log.config = config
+        self.put.config = config
         if self.index is not None:
             self.index.config = config
         if changed:
@@ -168,9 +214,7 @@ class MessageStore(PutPath):
         for s in self._services:
             await s.stop()
         self._services = []
-        if self._group_commit is not None:
-            await self._group_commit.stop()
-            self._group_commit = None
+        await self.put.stop()
         self.close()
 
     def close(self) -> None:
@@ -179,6 +223,7 @@ class MessageStore(PutPath):
             self._release_lock()
             return
         self._shutdown = True
+        self.put.close()
         self.drain_index()
         self.commit_log.flush(0)
         self.flush_derived(0)
@@ -192,6 +237,7 @@ class MessageStore(PutPath):
         """Let go of files and lock but flush nothing and leave the abort file: exactly what
         kill -9 leaves behind (fault injection and recovery tests)."""
         self._shutdown = True
+        self.put.close()
         if self.index is not None:
             self.index.pending = []
         self._close_files()
@@ -212,7 +258,7 @@ class MessageStore(PutPath):
 
     def flush_derived(self, least_pages: int = 0) -> None:
         """Flush consume queues and index, then the checkpoint (blocking; worker thread)."""
-        logics_ts = self._last_dispatch_ts
+        logics_ts = self.put.last_dispatch_ts
         for cq in list(self.consume_queues.values()):
             cq.flush(least_pages)
         if self.index is not None:
@@ -318,7 +364,7 @@ class MessageStore(PutPath):
         """Drop the consume queues of these topics (their records age out of the commit log)."""
         doomed = set(topics)
         n = 0
-        with self._put_lock:
+        with self.put.lock:
             for key in [k for k in self.consume_queues if k[0] in doomed]:
                 self.consume_queues.pop(key).destroy()
                 n += 1
@@ -334,18 +380,18 @@ class MessageStore(PutPath):
     def clean_expired_files(self, now: int | None = None, disk_ratio: float | None = None,
                             manual: bool = False) -> int:
         """One round of retention; returns how many commit-log files were deleted."""
-        now_ms = _now_ms() if now is None else now
+        now = now_ms() if now is None else now
         ratio = self._disk_ratio() if disk_ratio is None else disk_ratio
-        d = retention.decide(self.config, now_ms, ratio, manual)
+        d = retention.decide(self.config, now, ratio, manual)
         if d.disk_full is not None and d.disk_full != self.disk_full:
             self.disk_full = d.disk_full
             (log.error if d.disk_full else log.info)("disk usage %.2f: store %s", ratio,
                                                      "full, puts refused" if d.disk_full else "usable again")
         deleted = 0
         if d.delete:
-            with self._put_lock:
+            with self.put.lock:
                 deleted = retention.delete_expired_by_time(
-                    self.commit_log.mfq, self.config.file_reserved_time * 3_600_000, now_ms,
+                    self.commit_log.mfq, self.config.file_reserved_time * 3_600_000, now,
                     d.clean_immediately)
         if deleted:
             min_phy = self.commit_log.min_offset
@@ -376,13 +422,13 @@ class MessageStore(PutPath):
             "consumeQueueCount": str(len(self.consume_queues)),
             "indexFileCount": str(len(self.index.files)) if self.index is not None else "0",
             "indexPendingKeys": str(self.index.pending_keys) if self.index is not None else "0",
-            "putMessageTimesTotal": str(self.put_message_times_total),
-            "putMessageSizeTotal": str(self.put_message_size_total),
+            "putMessageTimesTotal": str(self.put.times_total),
+            "putMessageSizeTotal": str(self.put.size_total),
             "getMessageTimesTotal": str(self.get_message_times_total),
             "getMessageTransferredMsgCount": str(self.get_message_transferred_total),
             "earliestMessageTimeStamp": str(self._earliest_store_ts()),
             "diskFull": str(self.disk_full).lower(),
-            "runtime": f"[ {(_now_ms() - self._started_ms) // 1000} seconds ]",
+            "runtime": f"[ {(now_ms() - self._started_ms) // 1000} seconds ]",
         }
 
     def _earliest_store_ts(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +15,25 @@ BatchEntry = tuple[int, "bytes | memoryview", str, int, tuple[str, ...]]
 
 _EMPTY_OFFSETS: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 _EMPTY_OFFSETS.flags.writeable = False
+
+
+class SingleEntry(NamedTuple):
+    """One message of a run of single sends (`MessageStore.append_many`), as the broker's send
+    processor builds it: one per message on the send hot path, hence a tuple (fields read by
+    name cost what an index does). `properties` already holds UNIQ_KEY / CLUSTER; `keys` are
+    the index keys."""
+
+    topic: str
+    queue_id: int
+    body: bytes | memoryview
+    flag: int
+    properties: str
+    tags_code: int
+    keys: tuple[str, ...]
+    sys_flag: int
+    born_timestamp: int
+    born_host: tuple[str, int]
+    reconsume_times: int
 
 
 class PutMessageStatus(enum.Enum):

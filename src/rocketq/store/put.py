@@ -1,6 +1,9 @@
-"""The write path of the MessageStore: one-message puts, runs of them, batches, and the
-SYNC_FLUSH wait. A mixin of MessageStore (`message_store.py` holds the files, services and
-reads), split off by responsibility; every attribute it uses is the store's own."""
+"""The write path of the store (`PutService`): one-message puts, runs of them, batches, and the
+SYNC_FLUSH wait.
+
+Every refusal the store raises is a member of the error tree (`rocketq.errors.StoreError`) and
+becomes a PutMessageStatus in one place, `PutService._refused`; the broker maps statuses to
+response codes (`broker/processors/send.py`)."""
 
 from __future__ import annotations
 
@@ -9,20 +12,21 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from rocketq.codec.message import MAX_PROPERTIES_LENGTH
-from rocketq.store.commitlog import AppendError, CommitLog, EncodedBatch, NoSpaceError, SingleEntry
+from rocketq.errors import CreateMappedFileFailed, DiskFull, StoreClosed, StoreError
+from rocketq.store.commitlog import CommitLog, EncodedBatch
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import Dispatcher, is_dispatched
-from rocketq.store.index import IndexService
 from rocketq.store.model import (
     MessageBatchToStore,
     MessageToStore,
     PutMessageResult,
     PutMessageStatus,
+    SingleEntry,
     put_result,
 )
 from rocketq.store.services import GroupCommitService
@@ -34,8 +38,11 @@ _INDEX_DRAIN_THRESHOLD = 50_000  # keys queued before a put drains inline (no lo
 _NOT_DISPATCHED = (0x4, 0xC)  # prepared / rollback transaction records
 _I16 = struct.Struct(">h")
 
+# A stored entry of `append_many`: (commit-log offset, record size, queue offset).
+Placed = tuple[int, int, int]
 
-def _now_ms() -> int:
+
+def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
@@ -60,27 +67,46 @@ def _encode_batch(batch: MessageBatchToStore) -> EncodedBatch | PutMessageStatus
                         batch.born_timestamp, batch.born_host, batch.reconsume_times, batch.wait_store_msg_ok)
 
 
-class PutPath:
-    """Puts into the commit log and what follows them (consume queues, index, wake-ups)."""
+class PutService:
+    """Puts into the commit log and what follows them (consume queues, index, wake-ups).
 
-    config: MessageStoreConfig
-    commit_log: CommitLog
-    consume_queues: dict[tuple[str, int], ConsumeQueue]
-    index: IndexService | None
-    dispatcher: Dispatcher
-    put_message_times_total: int
-    put_message_size_total: int
-    _put_lock: threading.Lock
-    _msg_id_prefix: str
-    _group_commit: GroupCommitService | None
-    _last_dispatch_ts: int
-    _shutdown: bool
-    _loaded: bool
-    _disk_full: bool
+    It owns the put lock (retention and topic deletion take it too), the writable state (open,
+    disk full), the put counters and the group commit of SYNC_FLUSH. The files it writes
+    belong to the store and are handed in: the commit log, the consume-queue table with the
+    store's `create_cq`, and the dispatcher (which holds the index)."""
 
-    @property
-    def _refusing(self) -> bool:
-        return self._shutdown or not self._loaded or self._disk_full
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        commit_log: CommitLog,
+        consume_queues: dict[tuple[str, int], ConsumeQueue],
+        create_cq: Callable[[str, int], ConsumeQueue],
+        dispatcher: Dispatcher,
+        msg_id_prefix: str,
+    ) -> None:
+        self.config = config
+        self.commit_log = commit_log
+        self.consume_queues = consume_queues
+        self.create_cq = create_cq
+        self.dispatcher = dispatcher
+        self.msg_id_prefix = msg_id_prefix
+        self.lock = threading.Lock()
+        self.times_total = 0  # messages stored
+        self.size_total = 0  # bytes stored
+        self.last_dispatch_ts = 0  # store timestamp of the newest record dispatched
+        self._open = False
+        self._disk_full = False
+        self._writable = False  # open and not full: the one flag the hot path reads
+        self._group_commit: GroupCommitService | None = None
+
+    # ---- state ---------------------------------------------------------------------------
+    def open(self) -> None:
+        self._open = True
+        self._writable = not self._disk_full
+
+    def close(self) -> None:
+        self._open = False
+        self._writable = False
 
     @property
     def disk_full(self) -> bool:
@@ -89,15 +115,28 @@ class PutPath:
     @disk_full.setter
     def disk_full(self, full: bool) -> None:
         self._disk_full = full
+        self._writable = self._open and not full
 
-    def _create_cq(self, topic: str, queue_id: int) -> ConsumeQueue:
-        raise NotImplementedError  # the store's
+    def _closed_error(self) -> StoreError:
+        if not self._open:
+            return StoreClosed(self.config.store_path_root_dir)
+        return DiskFull(self.config.store_path_root_dir, 0)
+
+    def _refused(self, err: StoreError) -> PutMessageStatus:
+        """The status a put refused by `err` answers with: the one mapping of the store's errors
+        (each names its RocketMQ PutMessageStatus). A full disk also stops further puts until
+        retention sees space again."""
+        if isinstance(err, DiskFull):
+            if not self._disk_full:
+                log.error("%s: store marked full, puts refused until space returns", err)
+            self.disk_full = True
+        elif isinstance(err, CreateMappedFileFailed):
+            log.error("%s", err)
+        return PutMessageStatus[err.put_status]
 
     def _refuse(self, topic: str) -> PutMessageStatus | None:
-        if self._shutdown or not self._loaded:
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE
-        if self.disk_full:
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if not self._writable:
+            return self._refused(self._closed_error())
         if topic in self.commit_log._topic_parts:  # only accepted topics are ever cached
             return None
         try:
@@ -108,9 +147,10 @@ class PutPath:
             return PutMessageStatus.MESSAGE_ILLEGAL
         return None
 
+    # ---- one message ---------------------------------------------------------------------
     def append_message(self, m: MessageToStore) -> PutMessageResult:
         """Store one message (page cache only; see `put_message` for the SYNC_FLUSH wait)."""
-        if self._refusing or m.topic not in self.commit_log._topic_parts:
+        if not self._writable or m.topic not in self.commit_log._topic_parts:
             refused = self._refuse(m.topic)
             if refused is not None:
                 return PutMessageResult(refused)
@@ -126,38 +166,32 @@ class PutPath:
         sys_flag = m.sys_flag
         dispatched = sys_flag & 0xC not in _NOT_DISPATCHED
         key = (m.topic, m.queue_id)
-        with self._put_lock:
-            cq = self.consume_queues.get(key) or self._create_cq(m.topic, m.queue_id)
+        with self.lock:
+            cq = self.consume_queues.get(key) or self.create_cq(m.topic, m.queue_id)
             qoff = cq.max_offset if dispatched else 0
             try:
                 phys, size = self.commit_log.append_one(m, props, qoff, store_ts)
-            except NoSpaceError as e:
-                log.error("%s: store marked full", e)
-                self.disk_full = True
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-            except AppendError:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            except OSError as e:
-                log.error("create mapped file failed: %s", e)
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+            except StoreError as e:
+                return PutMessageResult(self._refused(e))
             # dispatch inline: this is the per-send path (see dispatch.py for the batch one)
+            dispatcher = self.dispatcher
             if dispatched:
                 cq.append(phys, size, m.tags_code)
-                if self.dispatcher.on_arrival is not None:
-                    self.dispatcher.notify(cq.topic, cq.queue_id, cq.max_offset, m.tags_code)
-            index = self.index
+                if dispatcher.on_arrival is not None:
+                    dispatcher.notify(cq.topic, cq.queue_id, cq.max_offset, m.tags_code)
+            index = dispatcher.index
             if index is not None and m.keys and sys_flag & 0xC != 0xC:
                 index.pending.append((m.topic, m.keys, phys, store_ts))
                 index.pending_keys += len(m.keys)
                 if index.pending_keys > _INDEX_DRAIN_THRESHOLD:
                     index.drain()
-            self._last_dispatch_ts = store_ts
-        self.put_message_times_total += 1
-        self.put_message_size_total += size
-        return put_result(PutMessageStatus.PUT_OK, phys, size, qoff, 1, store_ts, (phys,),
-                          self._msg_id_prefix)
+            self.last_dispatch_ts = store_ts
+        self.times_total += 1
+        self.size_total += size
+        return put_result(PutMessageStatus.PUT_OK, phys, size, qoff, 1, store_ts, (phys,), self.msg_id_prefix)
 
-    def append_many(self, entries: Sequence[SingleEntry]) -> list[tuple[int, int, int] | PutMessageStatus]:
+    # ---- runs of one-message puts --------------------------------------------------------
+    def append_many(self, entries: Sequence[SingleEntry]) -> list[Placed | PutMessageStatus]:
         """Store several one-message puts, in order, exactly as `append_message` would store
         each (page cache only); per entry, (commit-log offset, record size, queue offset) or
         the status that refused it.
@@ -166,23 +200,23 @@ class PutPath:
         clock reading and one copy into the mapping (`CommitLog.append_run`), and wake
         long polls once per queue and tag."""
         n = len(entries)
-        if self._refusing:
-            return [PutMessageStatus.SERVICE_NOT_AVAILABLE] * n
-        out: list[tuple[int, int, int] | PutMessageStatus] = [PutMessageStatus.PUT_OK] * n
+        if not self._writable:
+            return [self._refused(self._closed_error())] * n
+        out: list[Placed | PutMessageStatus] = [PutMessageStatus.PUT_OK] * n
         todo, props = self._checked(entries, out)
         if not todo:
             return out
-        store_ts = _now_ms()
+        store_ts = now_ms()
         cl = self.commit_log
-        index = self.index
         stored = 0
         size_total = 0
-        with self._put_lock:
+        with self.lock:
             k = 0
             while k < len(todo):
-                if self._disk_full:  # as append_message would answer each of the rest
+                if not self._writable:  # as append_message would answer each of the rest
+                    status = self._refused(self._closed_error())
                     for i in todo[k:]:
-                        out[i] = PutMessageStatus.SERVICE_NOT_AVAILABLE
+                        out[i] = status
                     break
                 whole = k == 0 and len(todo) == n
                 run = entries if whole else [entries[i] for i in todo[k:]]
@@ -201,51 +235,52 @@ class PutPath:
                     k += done
                 if k < len(todo):  # the next one starts a segment (or finds no space): alone
                     i = todo[k]
-                    r = self._append_locked(entries[i], props[k], store_ts)
+                    r = self._append_alone(entries[i], props[k], store_ts)
                     out[i] = r
                     if not isinstance(r, PutMessageStatus):
                         size_total += r[1]
                         stored += 1
                     k += 1
             if stored:
-                self._last_dispatch_ts = store_ts
-        self.put_message_times_total += stored
-        self.put_message_size_total += size_total
+                self.last_dispatch_ts = store_ts
+        self.times_total += stored
+        self.size_total += size_total
+        index = self.dispatcher.index
         if index is not None and index.pending_keys > _INDEX_DRAIN_THRESHOLD:
             index.drain()
         return out
 
-    def _checked(self, entries: Sequence[SingleEntry], out: list[tuple[int, int, int] | PutMessageStatus]
+    def _checked(self, entries: Sequence[SingleEntry], out: list[Placed | PutMessageStatus]
                  ) -> tuple[list[int], list[bytes]]:
         """(indexes of the entries `append_message` would store, their encoded properties); the
         status of each refused one goes to `out`."""
         topics = self.commit_log._topic_parts
         max_body = self.config.max_message_size
         try:
-            props = [e[4].encode() for e in entries]
+            props = [e.properties.encode() for e in entries]
         except UnicodeEncodeError:
             pass
         else:  # the usual run: every entry fine, checked with C-level loops
             if (max(map(len, props)) <= MAX_PROPERTIES_LENGTH
-                    and max([len(e[2]) for e in entries]) <= max_body
-                    and all([e[0] in topics for e in entries])):
+                    and max([len(e.body) for e in entries]) <= max_body
+                    and all([e.topic in topics for e in entries])):
                 return list(range(len(entries))), props
         todo: list[int] = []
         props = []
         for i, e in enumerate(entries):
-            if e[0] not in topics:
-                refused = self._refuse(e[0])
+            if e.topic not in topics:
+                refused = self._refuse(e.topic)
                 if refused is not None:
                     out[i] = refused
                     continue
             try:
-                pb = e[4].encode()
+                pb = e.properties.encode()
             except UnicodeEncodeError:
                 out[i] = PutMessageStatus.MESSAGE_ILLEGAL
                 continue
             if len(pb) > MAX_PROPERTIES_LENGTH:
                 out[i] = PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-            elif len(e[2]) > max_body:
+            elif len(e.body) > max_body:
                 out[i] = PutMessageStatus.MESSAGE_ILLEGAL
             else:
                 todo.append(i)
@@ -260,9 +295,9 @@ class PutPath:
         queues: list[ConsumeQueue] = []
         qoffs: list[int] = []
         for e in run:
-            cq = cqs.get((e[0], e[1])) or self._create_cq(e[0], e[1])
+            cq = cqs.get((e.topic, e.queue_id)) or self.create_cq(e.topic, e.queue_id)
             queues.append(cq)
-            if e[7] & 0xC in _NOT_DISPATCHED:
+            if e.sys_flag & 0xC in _NOT_DISPATCHED:
                 qoffs.append(0)
                 continue
             q = nxt.get(cq)
@@ -272,29 +307,20 @@ class PutPath:
             nxt[cq] = q + 1
         return queues, qoffs
 
-    def _append_locked(self, e: SingleEntry, props: bytes, store_ts: int
-                       ) -> tuple[int, int, int] | PutMessageStatus:
+    def _append_alone(self, e: SingleEntry, props: bytes, store_ts: int) -> Placed | PutMessageStatus:
         """One entry of `append_many` through `CommitLog.append_one` (segment roll-over, no space)."""
-        topic, queue_id, body, flag, pstr, tcode, keys, sys_flag, born_ts, born_host, reconsume = e
-        m = MessageToStore(topic, queue_id, body, flag, pstr, tcode, keys, sys_flag, born_ts, born_host,
-                           reconsume, 0, store_ts, True)
-        cq = self.consume_queues.get((topic, queue_id)) or self._create_cq(topic, queue_id)
-        dispatched = sys_flag & 0xC not in _NOT_DISPATCHED
-        qoff = cq.max_offset if dispatched else 0
+        m = MessageToStore(e.topic, e.queue_id, e.body, e.flag, e.properties, e.tags_code, e.keys, e.sys_flag,
+                           e.born_timestamp, e.born_host, e.reconsume_times, 0, store_ts, True)
+        cq = self.consume_queues.get((e.topic, e.queue_id)) or self.create_cq(e.topic, e.queue_id)
+        qoff = cq.max_offset if is_dispatched(e.sys_flag) else 0
         try:
             phys, size = self.commit_log.append_one(m, props, qoff, store_ts)
-        except NoSpaceError as err:
-            log.error("%s: store marked full", err)
-            self.disk_full = True
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE
-        except AppendError:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        except OSError as err:
-            log.error("create mapped file failed: %s", err)
-            return PutMessageStatus.CREATE_MAPPED_FILE_FAILED
+        except StoreError as err:
+            return self._refused(err)
         self.dispatcher.dispatch_run([e], [cq], [(phys, size, qoff)], store_ts)
         return phys, size, qoff
 
+    # ---- batches -------------------------------------------------------------------------
     def append_messages(self, batch: MessageBatchToStore | EncodedBatch) -> PutMessageResult:
         """Store a batch with one append; consecutive queue offsets."""
         refused = self._refuse(batch.topic)
@@ -312,33 +338,39 @@ class PutPath:
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
         if max(map(len, batch.bodies)) > self.config.max_message_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        store_ts = _now_ms()
+        store_ts = now_ms()
         dispatched = is_dispatched(batch.sys_flag)
-        with self._put_lock:
-            cq = self.consume_queues.get((batch.topic, batch.queue_id)) or self._create_cq(
+        with self.lock:
+            cq = self.consume_queues.get((batch.topic, batch.queue_id)) or self.create_cq(
                 batch.topic, batch.queue_id
             )
             qoff = cq.max_offset if dispatched else 0
             try:
                 total, offsets, sizes = self.commit_log.append_batch(batch, qoff, store_ts)
-            except NoSpaceError as e:
-                log.error("%s: store marked full", e)
-                self.disk_full = True
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-            except AppendError:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            except OSError as e:
-                log.error("create mapped file failed: %s", e)
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+            except StoreError as e:
+                return PutMessageResult(self._refused(e))
             self.dispatcher.dispatch_batch(cq, offsets, sizes, batch.tags_codes, batch.keys, batch.sys_flag,
                                            store_ts)
-            self._last_dispatch_ts = store_ts
-        self.put_message_times_total += n
-        self.put_message_size_total += total
-        if self.index is not None and self.index.pending_keys > _INDEX_DRAIN_THRESHOLD:
-            self.index.drain()
+            self.last_dispatch_ts = store_ts
+        self.times_total += n
+        self.size_total += total
+        index = self.dispatcher.index
+        if index is not None and index.pending_keys > _INDEX_DRAIN_THRESHOLD:
+            index.drain()
         return put_result(PutMessageStatus.PUT_OK, offsets[0], total, qoff, n, store_ts, offsets,
-                          self._msg_id_prefix)
+                          self.msg_id_prefix)
+
+    # ---- SYNC_FLUSH ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the group commit (SYNC_FLUSH; needs a running loop)."""
+        if self.config.sync_flush and self._group_commit is None:
+            self._group_commit = GroupCommitService(self.commit_log)
+            self._group_commit.start()
+
+    async def stop(self) -> None:
+        if self._group_commit is not None:
+            await self._group_commit.stop()
+            self._group_commit = None
 
     async def put_message(self, m: MessageToStore) -> PutMessageResult:
         r = self.append_message(m)
@@ -353,20 +385,15 @@ class PutPath:
         return r
 
     async def _wait_flush(self, r: PutMessageResult) -> PutMessageResult:
-        if await self.wait_flushed(r.wrote_offset + r.wrote_bytes):
+        if await self.flush_future(r.wrote_offset + r.wrote_bytes):
             return r
         return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.wrote_offset, r.wrote_bytes,
                                 r.logical_offset, r.msg_num, r.store_timestamp, r.record_offsets,
                                 r.msg_id_prefix)
 
-    async def wait_flushed(self, target: int) -> bool:
-        """SYNC_FLUSH: wait until the commit log is durable up to `target` (the group commit);
-        False after syncFlushTimeout (the data stays stored: FLUSH_DISK_TIMEOUT)."""
-        return await self.flush_future(target)
-
     def flush_future(self, target: int) -> asyncio.Future[bool]:
-        """`wait_flushed` as a plain future, for callers that answer many puts from one
-        callback instead of a task per put."""
+        """A future that turns True once the commit log is durable up to `target` (the group
+        commit), False after syncFlushTimeout (the data stays stored: FLUSH_DISK_TIMEOUT)."""
         gc = self._group_commit
         if gc is None:  # no services: flush right here
             self.commit_log.flush(0)

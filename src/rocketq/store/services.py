@@ -9,10 +9,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from rocketq.store.message_store import MessageStore
+from rocketq.store.commitlog import CommitLog
+from rocketq.store.config import MessageStoreConfig
+from rocketq.store.index import IndexService
 
 log = logging.getLogger("rocketq.store")
 
@@ -111,8 +112,8 @@ class GroupCommitService:
 
     MAX_FLUSHES = 2
 
-    def __init__(self, store: MessageStore) -> None:
-        self.store = store
+    def __init__(self, commit_log: CommitLog) -> None:
+        self.commit_log = commit_log  # its config is the store's, replaced by a runtime update
         # (commit-log offset that must be durable, future, deadline on the loop clock)
         self._waiting: list[tuple[int, asyncio.Future[bool], float]] = []
         self._flushing = 0  # flushes in worker threads right now
@@ -137,7 +138,7 @@ class GroupCommitService:
         at the syncFlushTimeout (the data stays stored; the put answers FLUSH_DISK_TIMEOUT)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
-        deadline = loop.time() + self.store.config.sync_flush_timeout / 1000
+        deadline = loop.time() + self.commit_log.config.sync_flush_timeout / 1000
         self._waiting.append((next_offset, fut, deadline))
         if self._timer is None or deadline < self._timer.when():
             # earlier than the pending expiry only after syncFlushTimeout was lowered at runtime
@@ -153,7 +154,7 @@ class GroupCommitService:
         self._scheduled = False
         if not self._running or not self._waiting or self._flushing >= self.MAX_FLUSHES:
             return  # a flush that ends starts the next round
-        cl = self.store.commit_log
+        cl = self.commit_log
         # Only a flush still in the disk can cover a waiter: once none is, whatever still waits
         # gets a flush of its own (trusting a finished flush's start point here lost wake-ups,
         # leaving puts to hit syncFlushTimeout with their data already durable).
@@ -169,10 +170,10 @@ class GroupCommitService:
         try:
             flushed = done.result()
         except asyncio.CancelledError:
-            flushed = self.store.commit_log.flushed_offset
+            flushed = self.commit_log.flushed_offset
         except Exception:
             log.exception("group commit flush failed")
-            flushed = self.store.commit_log.flushed_offset
+            flushed = self.commit_log.flushed_offset
             self._covered = min(self._covered, flushed)  # nothing new is covered: try again
         keep = []
         for item in self._waiting:
@@ -222,14 +223,29 @@ class GroupCommitService:
             self._timer.cancel()
             self._timer = None
         # whatever still waits is flushed by shutdown itself
-        flushed = self.store.commit_log.flush(0)
+        flushed = self.commit_log.flush(0)
         for target, fut, _ in self._waiting:
             if not fut.done():
                 fut.set_result(flushed >= target)
         self._waiting = []
 
 
-def build_services(store: MessageStore) -> list[ServiceTask]:
+class ServicedStore(Protocol):
+    """What the periodic services call on the store (MessageStore)."""
+
+    config: MessageStoreConfig
+    commit_log: CommitLog
+    index: IndexService | None
+
+    def flush_derived(self, least_pages: int = 0) -> None: ...
+
+    def drain_index(self) -> int: ...
+
+    def clean_expired_files(self, now: int | None = None, disk_ratio: float | None = None,
+                            manual: bool = False) -> int: ...
+
+
+def build_services(store: ServicedStore) -> list[ServiceTask]:
     # Every value is read from store.config when used: a runtime update (apply_config) replaces it.
     cl = store.commit_log
     last_thorough = [time.monotonic()]

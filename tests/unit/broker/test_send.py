@@ -371,3 +371,14 @@ async def test_large_batch_ids(tmp_path: Path) -> None:
             got += [m.msg_id for m in msgs]
             offset += len(msgs)
         assert ids == got
+
+
+def test_store_errors_answer_the_code_they_declare() -> None:
+    """One mapping: a store error names its PutMessageStatus and code; the send processor's
+    table answers that status with that code."""
+    from rocketq.broker.processors.send import _FAILED
+    from rocketq.errors import CreateMappedFileFailed, DiskFull, MessageTooLarge, StoreClosed
+    from rocketq.store.model import PutMessageStatus
+
+    for cls in (StoreClosed, DiskFull, MessageTooLarge, CreateMappedFileFailed):
+        assert _FAILED[PutMessageStatus[cls.put_status]][0] == cls.code, cls

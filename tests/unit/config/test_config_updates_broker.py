@@ -312,7 +312,7 @@ async def _sync_flush_timeout(c: Ctx) -> None:
     commit_log.flush = held_flush
     try:
         first = asyncio.create_task(send_message(c.client, c.addr, "CfgSf", b"x", timeout=90))
-        await wait_until(lambda: c.store._group_commit._waiting, timeout=20)
+        await wait_until(lambda: c.store.put._group_commit._waiting, timeout=20)
         await c.update("syncFlushTimeout", 0)
         # answered at once, not when the first send's 60 s run out
         r = await send_message(c.client, c.addr, "CfgSf", b"y", timeout=30)

@@ -17,16 +17,16 @@ from hypothesis import strategies as st
 from store_testlib import msg
 
 from rocketq.codec.message import decode_message, java_string_hash
-from rocketq.store import MessageBatchToStore, MessageStore, MessageToStore, PutMessageStatus
-from rocketq.store.commitlog import EncodedBatch, SingleEntry
+from rocketq.store import MessageBatchToStore, MessageStore, MessageToStore, PutMessageStatus, SingleEntry
+from rocketq.store.commitlog import EncodedBatch
 from rocketq.store.index import java_hashes
 
 SEG = 64 * 1024
 
 
 def entry(m: MessageToStore) -> SingleEntry:
-    return (m.topic, m.queue_id, m.body, m.flag, m.properties, m.tags_code, m.keys, m.sys_flag,
-            m.born_timestamp, m.born_host, m.reconsume_times)
+    return SingleEntry(m.topic, m.queue_id, m.body, m.flag, m.properties, m.tags_code, m.keys, m.sys_flag,
+                       m.born_timestamp, m.born_host, m.reconsume_times)
 
 
 def records(store: MessageStore) -> list[tuple[object, ...]]:
