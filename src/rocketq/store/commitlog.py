@@ -14,6 +14,7 @@ import struct
 import threading
 import zlib
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
 from operator import add, and_
@@ -37,6 +38,7 @@ from rocketq.codec.record import record_struct as _single_struct
 from rocketq.errors import DiskFull, MessageTooLarge
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.mapped_file import (
+    OS_PAGE_SIZE,
     AllocateMappedFileService,
     MappedFile,
     MappedFileQueue,
@@ -47,7 +49,8 @@ from rocketq.store.model import MessageToStore, SingleEntry
 log = logging.getLogger("rocketq.store")
 
 END_FILE_MIN_BLANK_LENGTH: Final = 8
-RESERVE_WINDOW: Final = 32 << 20  # disk blocks reserved ahead of the append position
+RESERVE_WINDOW: Final = 32 << 20  # disk blocks reserved ahead of the append position (at most)
+MIN_RESERVE_WINDOW: Final = 1 << 20
 _BLANK = SIZE_MAGIC  # the end marker: [int remaining][BLANK_MAGIC]
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -55,7 +58,6 @@ _BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
 _STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _CRC = zlib.crc32
 _HOST_BITS_CLEAR = ~(_BORN_V6 | _STORE_V6)
-_RESERVE_LOW = 8 << 20  # ask for the next window when less than this is reserved ahead
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,8 @@ class CommitLog:
         self.start_offset_hint = 0  # where the first segment starts when none exists (recovery)
         self._cur: MappedFile | None = None  # the segment appends go to (cached for the hot path)
         self._born_cache: dict[tuple[str, int], tuple[bytes, int, struct.Struct]] = {}
-        self._reserving: dict[int, int] = {}  # segment start -> reservation asked for
+        self._reserving: Future[bool] | None = None  # the window reservation in the worker thread
+        self._low = RESERVE_WINDOW // 4  # ask for the next window when less than this is left
 
     # ---- offsets -------------------------------------------------------------------------
     @property
@@ -135,11 +138,21 @@ class CommitLog:
         """The segment a record of `size` bytes goes to, closing the current one if needed."""
         if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             raise MessageTooLarge(size, self.file_size - END_FILE_MIN_BLANK_LENGTH)
+        last = self.mfq.last
+        if last is None or last.is_full():
+            self._window()  # how much the new segment reserves at once
         mf = self.mfq.last_for_write(self.start_offset_hint)
+        if not mf.reserved:  # loaded: what lies below the recovered end was written, so has blocks
+            mf.reserved = mf.wrote_position - mf.wrote_position % OS_PAGE_SIZE
+            mf.fresh_from = min(mf.fresh_from, mf.wrote_position)  # nothing valid lies beyond
         if size + END_FILE_MIN_BLANK_LENGTH > mf.remaining:
             blank = mf.remaining
+            end = mf.wrote_position + _BLANK.size
+            if end > mf.reserved and not mf.reserve(end):
+                raise DiskFull(mf.path, _BLANK.size)
             mf.write_at(mf.wrote_position, _BLANK.pack(blank, BLANK_MAGIC))
             mf.wrote_position = mf.file_size
+            self._window()
             mf = self.mfq.last_for_write()
         return mf
 
@@ -167,7 +180,7 @@ class CommitLog:
         if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
             mf = self._cur = self._segment_for(size)
         pos = mf.wrote_position
-        if pos + size + _RESERVE_LOW > mf.reserved:
+        if pos + size + self._low > mf.reserved:
             self._reserve_ahead(mf, pos, size)
         phys = mf.file_from_offset + pos
         data = b"".join((
@@ -228,10 +241,11 @@ class CommitLog:
             pos += size
         if pos == start:
             return placed
-        if pos + _RESERVE_LOW > mf.reserved:
-            if mf.no_space and pos > mf.reserved:
+        if pos + self._low > mf.reserved:
+            try:
+                self._reserve_ahead(mf, start, pos - start)
+            except DiskFull:
                 return []  # record by record, so the one that does not fit is the one refused
-            self._reserve_ahead(mf, start, pos - start)
         mf.buf[start:pos] = b"".join(parts)
         mf.wrote_position = pos
         self.last_store_timestamp = mf.last_modified_ms = store_ts
@@ -261,7 +275,7 @@ class CommitLog:
         sizes = list(map((head.size + len(tp)).__add__, map(add, blens, map(len, tails))))
         total = sum(sizes)
         mf = self._cur = self._segment_for(total)
-        if mf.wrote_position + total + _RESERVE_LOW > mf.reserved:
+        if mf.wrote_position + total + self._low > mf.reserved:
             self._reserve_ahead(mf, mf.wrote_position, total)
         phys = mf.file_from_offset + mf.wrote_position
         offsets = list(accumulate(sizes[:-1], initial=phys))
@@ -330,21 +344,38 @@ class CommitLog:
         return where
 
     def _reserve_ahead(self, mf: MappedFile, pos: int, size: int) -> None:
-        """Keep disk blocks reserved a window ahead of the writer (in the worker thread); when
-        a reservation ran out of space, reserve what this record needs right here or refuse it."""
-        if mf.no_space and pos + size > mf.reserved:
-            mf.reserve(pos + size)
-            if mf.no_space and pos + size > mf.reserved:
-                raise DiskFull(mf.path, size)
-        target = min(mf.file_size, pos + RESERVE_WINDOW)
-        if target <= self._reserving.get(mf.file_from_offset, 0):
-            return  # already asked for
-        self._reserving = {mf.file_from_offset: target}
+        """Make sure [pos, pos + size) of `mf` has disk blocks before it is written, and keep a
+        window reserved ahead of the writer in the worker thread. Raises DiskFull (nothing
+        written) when the blocks this write needs cannot be had."""
+        end = pos + size
+        if end > mf.reserved and not mf.reserve(end):  # the window did not arrive (or no space)
+            raise DiskFull(mf.path, size)
+        pending = self._reserving
+        if pending is not None and not pending.done():
+            return  # one window at a time; a failed one is asked for again by a later write
+        target = min(mf.file_size, end + self._window())
+        if target <= mf.reserved:
+            return
         allocator = self.mfq.allocator
-        if allocator is not None:
-            allocator.reserve_ahead(mf, target)
-        else:
+        if allocator is None:
             mf.reserve(target)
+            return
+        self._reserving = allocator.reserve_ahead(mf, target)
+        if target == mf.file_size:
+            self.prefetch_next()  # the writer nears this segment's end: prepare the next one
+
+    def _window(self) -> int:
+        """How far ahead to reserve: RESERVE_WINDOW, but never more than an eighth of the free
+        space, so on a small disk the reservations do not fill it by themselves (a new
+        segment gets the same, see MappedFileQueue.preallocate)."""
+        try:
+            st = os.statvfs(self.mfq.store_path)
+        except OSError:
+            return RESERVE_WINDOW
+        window = min(RESERVE_WINDOW, max(MIN_RESERVE_WINDOW, st.f_bavail * st.f_frsize // 8))
+        self._low = window // 4
+        self.mfq.preallocate = min(window, self.file_size)
+        return window
 
     def prefetch_next(self) -> None:
         """Have the segment the next roll-over needs created in the background (after load)."""

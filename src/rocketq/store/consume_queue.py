@@ -18,11 +18,13 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from rocketq.errors import DiskFull
 from rocketq.store.mapped_file import AllocateMappedFileService, MappedFile, MappedFileQueue
 
 log = logging.getLogger("rocketq.store")
 
 CQ_STORE_UNIT_SIZE: Final = 20
+CQ_RESERVE_WINDOW: Final = 64 * 1024  # bytes of blocks reserved per step (3,276 entries)
 CQ_DTYPE: Final = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])
 _ENTRY = struct.Struct(">qiq")
 
@@ -58,6 +60,7 @@ class ConsumeQueue:
         self._cur: MappedFile | None = None
         self._cur_start = 0  # first entry index of _cur
         self._cur_end = 0
+        self.reserved_end = 0  # entries below this index have disk blocks (see reserve_to)
 
     def __repr__(self) -> str:
         return f"ConsumeQueue({self.topic!r}, {self.queue_id}, [{self.min_offset}, {self.max_offset}))"
@@ -100,6 +103,7 @@ class ConsumeQueue:
                 mf.zero(byte_end - mf.file_from_offset, mf.file_size)
         self.max_offset = end
         self._cur = None
+        self.reserved_end = 0
         self.max_physic_offset = 0
         last = self.entry(end - 1) if end > 0 else None
         if last is not None:
@@ -128,6 +132,24 @@ class ConsumeQueue:
         self._set_end(new_end)
 
     # ---- write ---------------------------------------------------------------------------
+    def reserve_to(self, end: int) -> None:
+        """Disk blocks for every entry below `end`, creating files as needed, before a put
+        appends the records they index: an entry that could not be written after its record
+        was would be a record stored but refused. Raises DiskFull."""
+        idx = max(self.max_offset, self.reserved_end)
+        while idx < end:
+            mf = self.mfq.file_for_offset(idx * CQ_STORE_UNIT_SIZE, create=True)
+            assert mf is not None
+            first = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+            # entries past max_offset are not valid (recovery cleared them): zeros may go there
+            mf.fresh_from = min(mf.fresh_from, max(0, self.max_offset - first) * CQ_STORE_UNIT_SIZE)
+            upto = min(end, first + self.per_file)
+            need = (upto - first) * CQ_STORE_UNIT_SIZE
+            if not mf.reserve(need + CQ_RESERVE_WINDOW) and not mf.reserve(need):
+                raise DiskFull(mf.path, need - mf.reserved)
+            self.reserved_end = first + mf.reserved // CQ_STORE_UNIT_SIZE
+            idx = upto
+
     def _file_for(self, index: int) -> MappedFile:
         mf = self.mfq.file_for_offset(index * CQ_STORE_UNIT_SIZE, create=True)
         assert mf is not None
@@ -177,6 +199,7 @@ class ConsumeQueue:
     def put_block(self, index: int, phys: I64Array, sizes: I64Array, tags: I64Array) -> None:
         """Write consecutive entries from any index (recovery re-dispatch); extends
         max_offset when they reach past it."""
+        self.reserve_to(index + len(phys))
         arr = np.empty(len(phys), dtype=CQ_DTYPE)
         arr["phys"] = phys
         arr["size"] = sizes
@@ -267,8 +290,10 @@ class ConsumeQueue:
 
     def close(self) -> None:
         self._cur = None
+        self.reserved_end = 0
         self.mfq.close()
 
     def destroy(self) -> None:
         self._cur = None
+        self.reserved_end = 0
         self.mfq.destroy()

@@ -11,16 +11,18 @@ for a whole batch from one stable sort by slot.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from rocketq.errors import DiskFull
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.mapped_file import MappedFile
 
@@ -31,7 +33,10 @@ HASH_SLOT_SIZE: Final = 4
 INDEX_ENTRY_SIZE: Final = 20
 INDEX_ENTRY_DTYPE: Final = np.dtype([("hash", ">i4"), ("phys", ">i8"), ("tdiff", ">i4"), ("prev", ">i4")])
 _HEADER = struct.Struct(">qqqqii")
+INDEX_RESERVE_WINDOW: Final = 1 << 20  # bytes of entry blocks reserved per step (52,428 keys)
 _INT_MAX = 0x7FFFFFFF
+
+I64 = npt.NDArray[np.int64]
 
 _pow31 = np.ones(1, dtype=np.uint32)
 
@@ -101,12 +106,15 @@ class IndexFile:
         self.path = path
         size = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
         self.mf = MappedFile(path, size)
+        self._entries_at = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE
         header: tuple[int, int, int, int, int, int] = _HEADER.unpack_from(self.mf.buf, 0)
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = header
         if self.index_count <= 0:
             self.index_count = 1
         self.mf.wrote_position = self.mf.flushed_position = self._dirty_mark()
+        if self.mf.fresh_from:  # loaded: slots hold data all over, entries up to the count
+            self.mf.fresh_from = self._entries_at + self.index_count * INDEX_ENTRY_SIZE
         self._slots: npt.NDArray[np.int32] | None = np.ndarray(
             (slot_num,), dtype=">i4", buffer=self.mf.buf, offset=INDEX_HEADER_SIZE
         )
@@ -126,6 +134,15 @@ class IndexFile:
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
+    def reserve_entries(self, count: int) -> None:
+        """Disk blocks for the header, the whole slot table (slots are written all over it)
+        and entries up to number `count` (exclusive), or DiskFull: a write to a sparse page
+        the disk cannot back would kill the process."""
+        end = self._entries_at + count * INDEX_ENTRY_SIZE
+        mf = self.mf
+        if end > mf.reserved and not mf.reserve(end + INDEX_RESERVE_WINDOW) and not mf.reserve(end):
+            raise DiskFull(self.path, end - mf.reserved)
+
     def _write_header(self) -> None:
         _HEADER.pack_into(self.mf.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
                           self.end_phy_offset, self.hash_slot_count, self.index_count)
@@ -141,6 +158,7 @@ class IndexFile:
             return 0
         key_hash, phys, ts = key_hash[:m], phys[:m], ts[:m]
         count = self.index_count
+        self.reserve_entries(count + m)
         if count <= 1:
             self.begin_phy_offset = int(phys[0])
             self.begin_timestamp = int(ts[0])
@@ -230,6 +248,10 @@ class IndexService:
         self.pending: list[tuple[str, Sequence[object], object, int]] = []
         self.pending_keys = 0
         self._doomed: list[IndexFile] = []
+        # Keys (hash, commit-log offset, store timestamp) that found no disk space: written
+        # before anything newer once space returns, never dropped.
+        self._stalled: tuple[I64, I64, I64] | None = None
+        self.on_no_space: Callable[[DiskFull], None] | None = None  # the store stops taking puts
 
     # ---- lifecycle -----------------------------------------------------------------------
     def load(self) -> None:
@@ -259,7 +281,12 @@ class IndexService:
             if not os.path.exists(path) and (not self.files or stamp > os.path.basename(self.files[-1].path)):
                 break
             now += 0.001
-        f = IndexFile(path, self.config.max_hash_slot_num, self.config.max_index_num)
+        try:
+            f = IndexFile(path, self.config.max_hash_slot_num, self.config.max_index_num)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise DiskFull(path, 0) from e
+            raise
         self.files.append(f)
         log.info("create index file %s", path)
         return f
@@ -282,7 +309,9 @@ class IndexService:
     def drain(self) -> int:
         """Index every queued key; returns how many keys went in."""
         if not self.pending:
-            return 0
+            if self._stalled is None:
+                return 0
+            return self._put_hashed(*self._stalled)
         pending, self.pending = self.pending, []
         self.pending_keys = 0
         strings: list[str] = []
@@ -315,6 +344,10 @@ class IndexService:
         cut_run()
         return self.put_keys(strings, np.concatenate(phys_parts), np.concatenate(ts_parts))
 
+    @property
+    def stalled_keys(self) -> int:
+        return len(self._stalled[0]) if self._stalled is not None else 0
+
     def put_keys(
         self, strings: Sequence[str], phys: Sequence[int] | npt.NDArray[np.int64],
         ts: Sequence[int] | npt.NDArray[np.int64],
@@ -324,10 +357,28 @@ class IndexService:
         kh = key_hashes(strings)
         ph = np.asarray(phys, dtype=np.int64)
         tv = np.asarray(ts, dtype=np.int64)
+        return self._put_hashed(kh, ph, tv)
+
+    def _put_hashed(self, kh: I64, ph: I64, tv: I64) -> int:
+        """Insert keys (after any that stalled before them); on a full disk the rest stall."""
+        stalled = self._stalled
+        if stalled is not None:
+            self._stalled = None
+            if stalled[0] is not kh:
+                kh, ph, tv = (np.concatenate((a, b)) for a, b in zip(stalled, (kh, ph, tv), strict=True))
         done = 0
-        while done < len(kh):
-            f = self._writable()
-            done += f.put_batch(kh[done:], ph[done:], tv[done:])
+        try:
+            while done < len(kh):
+                done += self._writable().put_batch(kh[done:], ph[done:], tv[done:])
+        except DiskFull as e:
+            self._stalled = (kh[done:], ph[done:], tv[done:])
+            if stalled is None:
+                log.error("index: %s; %d keys wait for space", e, len(kh) - done)
+            if self.on_no_space is not None:
+                self.on_no_space(e)
+            return done
+        if stalled is not None:
+            log.info("index: space again, %d waiting keys indexed", len(stalled[0]))
         return done
 
     # ---- query ---------------------------------------------------------------------------

@@ -31,6 +31,47 @@ def offset_to_file_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+_unsupported_logged: set[int] = set()
+_SOFT_MARGIN = 1 << 20  # free space a soft reservation keeps in hand
+FREE_SPACE_MARGIN = 2 << 20  # free space below which a reservation counts as failed
+_ZEROS = bytes(1 << 20)
+
+
+def _allocate(fd: int, path: str, offset: int, length: int, fresh_from: int) -> bool:
+    """Give [offset, offset + length) of `fd` disk blocks; False when the disk is full.
+
+    Where the file is known to hold nothing (from `fresh_from` on) zeros are written: the
+    blocks are then really allocated, or at least accounted for, before the mapping touches
+    them. posix_fallocate would leave "unwritten" extents, which ext4 splits at the first
+    write fault of each page; on a nearly full disk that split can need a block it cannot
+    get, and the fault becomes a SIGBUS. Below `fresh_from` (data of a loaded file) blocks
+    are only fallocated. Where fallocate is not supported the free space is checked instead:
+    at least the bytes asked for plus a margin."""
+    end = offset + length
+    try:
+        if offset < fresh_from:
+            os.posix_fallocate(fd, offset, min(end, fresh_from) - offset)
+        pos = max(offset, fresh_from)
+        while pos < end:
+            pos += os.pwrite(fd, _ZEROS[: min(len(_ZEROS), end - pos)], pos)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            return False
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+        st = os.fstatvfs(fd)
+        if st.f_fsid not in _unsupported_logged:
+            _unsupported_logged.add(st.f_fsid)
+            log.warning("%s: the filesystem cannot reserve blocks (%s); free space is checked instead",
+                        path, e.strerror)
+        return st.f_bavail * st.f_frsize >= length + _SOFT_MARGIN
+    # Blocks in hand are not quite enough: a write fault may still need a block of the
+    # filesystem's own (an extent split, the journal) and faults with SIGBUS when even that
+    # is gone. Call the disk full while some space is left.
+    st = os.fstatvfs(fd)
+    return st.f_bavail * st.f_frsize >= FREE_SPACE_MARGIN
+
+
 class MappedFile:
     """One segment: an mmap of a fixed-size file plus its wrote / flushed positions."""
 
@@ -41,10 +82,12 @@ class MappedFile:
         "_flushing",
         "_lock",
         "_mm",
+        "_reserve_lock",
         "buf",
         "file_from_offset",
         "file_size",
         "flushed_position",
+        "fresh_from",
         "last_modified_ms",
         "no_space",
         "path",
@@ -61,6 +104,9 @@ class MappedFile:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             actual = os.fstat(fd).st_size
+            # from here on the file holds nothing (a new file: all of it); owners that know
+            # where a loaded file's data ends say so (reserve writes zeros past this point)
+            self.fresh_from = 0 if actual == 0 else file_size
             if actual > file_size:
                 raise StoreError(f"{path}: size {actual} exceeds the configured segment size {file_size}")
             if actual < file_size:
@@ -76,9 +122,10 @@ class MappedFile:
         self.wrote_position = 0
         self.flushed_position = 0
         self.reserved = 0  # bytes from the start with disk blocks reserved (posix_fallocate)
-        self.no_space = False  # the last reservation failed with ENOSPC
+        self.no_space = False  # the last reservation found no space
         self.last_modified_ms = int(os.stat(path).st_mtime * 1000)
         self._lock = threading.Lock()
+        self._reserve_lock = threading.Lock()
         self._flushing = 0  # threads using the fd right now (close waits for them)
         self._closed = False
         self._destroy_requested = False
@@ -153,32 +200,39 @@ class MappedFile:
                 pos += n
             pos = max(pos, stop)
 
-    def reserve(self, end: int) -> None:
-        """Reserve disk blocks up to `end` (any thread). A page of a sparse file costs a
-        filesystem allocation on its first write fault; reserved blocks make that fault cheap.
-        Only a window ahead of the writer is reserved, so disk use follows the data."""
-        end = min(end, self.file_size)
-        with self._lock:
-            if self._closed or self._destroy_requested or end <= self.reserved:
-                return
-            start = self.reserved
-            self._flushing += 1
-        try:
-            os.posix_fallocate(self._fd, start, end - start)
-            self.reserved = max(self.reserved, end)
-            self.no_space = False
-        except OSError as e:
-            if e.errno == errno.ENOSPC:
-                # writing past `reserved` into a sparse mapping now would be a SIGBUS
-                self.no_space = True
-            else:
-                self.reserved = self.file_size  # unsupported here: stop asking
-        finally:
+    def reserve(self, end: int) -> bool:
+        """Reserve disk blocks up to `end` (any thread); True when [0, end) is reserved.
+
+        A page of a sparse file costs a filesystem allocation on its first write fault, and on
+        a full disk that fault is a SIGBUS: writers never write a mapping past `reserved`.
+        Only a window ahead of the writer is reserved, so disk use follows the data. Calls
+        are serialised per file, so a reservation in progress never overlaps what a writer
+        is writing (posix_fallocate may be emulated with writes on filesystems without
+        fallocate). Whole pages: a write fault needs blocks for the whole page it touches
+        (a filesystem with 1 KiB blocks has four per page)."""
+        end = min(-(-end // OS_PAGE_SIZE) * OS_PAGE_SIZE, self.file_size)
+        if end <= self.reserved:
+            return True
+        with self._reserve_lock:
             with self._lock:
-                self._flushing -= 1
-                pending = self._destroy_requested
-        if pending:
-            self.close()
+                if self._closed or self._destroy_requested:
+                    return False
+                start = self.reserved
+                if end <= start:
+                    return True
+                self._flushing += 1
+            try:
+                ok = _allocate(self._fd, self.path, start, end - start, self.fresh_from)
+                if ok:
+                    self.reserved = end
+                self.no_space = not ok
+            finally:
+                with self._lock:
+                    self._flushing -= 1
+                    pending = self._destroy_requested
+            if pending:
+                self.close()
+            return ok
 
     # ---- durability ----------------------------------------------------------------------
     def flush(self) -> int:
@@ -270,12 +324,12 @@ class AllocateMappedFileService:
                 log.warning("pre-allocation of %s failed: %s", path, e)
         return MappedFile(path, file_size, preallocate=preallocate)
 
-    def reserve_ahead(self, mf: MappedFile, end: int) -> None:
-        """Reserve blocks of `mf` up to `end` in the worker thread."""
+    def reserve_ahead(self, mf: MappedFile, end: int) -> Future[bool] | None:
+        """Reserve blocks of `mf` up to `end` in the worker thread (None: shut down)."""
         try:
-            self._executor.submit(mf.reserve, end)
-        except RuntimeError:  # shut down
-            pass
+            return self._executor.submit(mf.reserve, end)
+        except RuntimeError:
+            return None
 
     def shutdown(self) -> None:
         with self._lock:
@@ -361,15 +415,13 @@ class MappedFileQueue:
         return os.path.join(self.store_path, offset_to_file_name(offset))
 
     def create_file(self, from_offset: int) -> MappedFile:
-        """Map the segment starting at `from_offset` (inserted in order) and prefetch the next.
-        Raises DiskFull (no room for the directory or file) or CreateMappedFileFailed."""
+        """Map the segment starting at `from_offset` (inserted in order). Raises DiskFull (no
+        room for the directory or file) or CreateMappedFileFailed."""
         path = self._path(from_offset)
         try:
             os.makedirs(self.store_path, exist_ok=True)
-            if self.allocator is not None:
+            if self.allocator is not None:  # its owner prefetches when the writer nears an end
                 mf = self.allocator.take(path, self.mapped_file_size, self.preallocate)
-                self.allocator.prefetch(self._path(from_offset + self.mapped_file_size),
-                                        self.mapped_file_size, self.preallocate)
             else:
                 mf = MappedFile(path, self.mapped_file_size, preallocate=self.preallocate)
         except OSError as e:

@@ -65,6 +65,8 @@ class MessageStore:
         self._msg_id_prefix = offset_msg_id_prefix(*store_host)
         self.put = PutService(config, self.commit_log, self.consume_queues, self._create_cq, self.dispatcher,
                               self._msg_id_prefix)
+        if self.index is not None:
+            self.index.on_no_space = self.put.refuse_for
         self._store_lock: StoreLock | None = None
         self._loaded = False
         self._shutdown = False
@@ -149,7 +151,6 @@ class MessageStore:
                 self.checkpoint,
             ).run(abnormal)
             os.makedirs(self.config.commit_log_dir, exist_ok=True)
-            self.commit_log.prefetch_next()
             create_abort_file(root)
         except BaseException:
             self._store_lock.release()
@@ -157,6 +158,10 @@ class MessageStore:
             raise
         self._loaded = True
         self.put.open()
+        ratio = self._disk_ratio()
+        if ratio > self.config.disk_space_warning_level_ratio / 100:  # as the clean service would decide
+            self.put.disk_full = True
+            log.error("disk usage %.2f: store opened read-only, puts refused until space returns", ratio)
         return True
 
     def _load_consume_queues(self) -> None:
@@ -226,7 +231,10 @@ class MessageStore:
         self.put.close()
         self.drain_index()
         self.commit_log.flush(0)
-        self.flush_derived(0)
+        try:
+            self.flush_derived(0)
+        except OSError as e:  # a full disk: the next start recovers from the older checkpoint
+            log.error("flush of consume queues / checkpoint at shutdown failed: %s", e)
         max_offset = self.commit_log.max_offset  # read before the files close: then it is 0
         self._close_files()
         remove_abort_file(self.config.store_path_root_dir)

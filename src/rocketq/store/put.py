@@ -134,6 +134,10 @@ class PutService:
             log.error("%s", err)
         return PutMessageStatus[err.put_status]
 
+    def refuse_for(self, err: StoreError) -> None:
+        """A write after the put (the index builder) met `err`: refuse puts as a put would."""
+        self._refused(err)
+
     def _refuse(self, topic: str) -> PutMessageStatus | None:
         if not self._writable:
             return self._refused(self._closed_error())
@@ -170,6 +174,8 @@ class PutService:
             cq = self.consume_queues.get(key) or self.create_cq(m.topic, m.queue_id)
             qoff = cq.max_offset if dispatched else 0
             try:
+                if dispatched and qoff >= cq.reserved_end:
+                    cq.reserve_to(qoff + 1)
                 phys, size = self.commit_log.append_one(m, props, qoff, store_ts)
             except StoreError as e:
                 return PutMessageResult(self._refused(e))
@@ -220,7 +226,13 @@ class PutService:
                     break
                 whole = k == 0 and len(todo) == n
                 run = entries if whole else [entries[i] for i in todo[k:]]
-                queues, qoffs = self._queues_of(run)
+                try:
+                    queues, qoffs = self._queues_of(run)
+                except StoreError as e:  # no room for their consume-queue entries: store none
+                    status = self._refused(e)
+                    for i in todo[k:]:
+                        out[i] = status
+                    break
                 placed = cl.append_run(run, props if whole else props[k:], qoffs, store_ts)
                 done = len(placed)
                 if done:
@@ -289,7 +301,7 @@ class PutService:
 
     def _queues_of(self, run: Sequence[SingleEntry]) -> tuple[list[ConsumeQueue], list[int]]:
         """The consume queue of each entry and the queue offset it gets (0 for records that
-        are not dispatched)."""
+        are not dispatched), with disk blocks reserved for those entries (or StoreError)."""
         cqs = self.consume_queues
         nxt: dict[ConsumeQueue, int] = {}
         queues: list[ConsumeQueue] = []
@@ -305,6 +317,9 @@ class PutService:
                 q = cq.max_offset
             qoffs.append(q)
             nxt[cq] = q + 1
+        for cq, end in nxt.items():
+            if end > cq.reserved_end:
+                cq.reserve_to(end)
         return queues, qoffs
 
     def _append_alone(self, e: SingleEntry, props: bytes, store_ts: int) -> Placed | PutMessageStatus:
@@ -312,8 +327,11 @@ class PutService:
         m = MessageToStore(e.topic, e.queue_id, e.body, e.flag, e.properties, e.tags_code, e.keys, e.sys_flag,
                            e.born_timestamp, e.born_host, e.reconsume_times, 0, store_ts, True)
         cq = self.consume_queues.get((e.topic, e.queue_id)) or self.create_cq(e.topic, e.queue_id)
-        qoff = cq.max_offset if is_dispatched(e.sys_flag) else 0
+        dispatched = is_dispatched(e.sys_flag)
+        qoff = cq.max_offset if dispatched else 0
         try:
+            if dispatched and qoff >= cq.reserved_end:
+                cq.reserve_to(qoff + 1)
             phys, size = self.commit_log.append_one(m, props, qoff, store_ts)
         except StoreError as err:
             return self._refused(err)
@@ -346,6 +364,8 @@ class PutService:
             )
             qoff = cq.max_offset if dispatched else 0
             try:
+                if dispatched and qoff + n > cq.reserved_end:
+                    cq.reserve_to(qoff + n)
                 total, offsets, sizes = self.commit_log.append_batch(batch, qoff, store_ts)
             except StoreError as e:
                 return PutMessageResult(self._refused(e))

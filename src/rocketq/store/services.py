@@ -41,6 +41,8 @@ class ServiceTask:
         self._woken = False
         self._sleeper: asyncio.Future[None] | None = None
         self._stopping = False
+        self._failures = 0  # rounds failed in a row
+        self._last_error = ""
 
     def start(self) -> None:
         self._stopping = False
@@ -82,8 +84,24 @@ class ServiceTask:
                 busy = await self._step() is not False
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("%s service step failed", self.name)
+            except Exception as e:
+                self._failed(e)
+            else:
+                if self._failures:
+                    log.info("%s service recovered after %d failed rounds", self.name, self._failures)
+                    self._failures = 0
+                    self._last_error = ""
+
+    def _failed(self, e: Exception) -> None:
+        """Log a failure once while it repeats (a full disk fails every round until space
+        returns), with its traceback; a different failure is logged again."""
+        self._failures += 1
+        text = f"{type(e).__name__}: {e}"
+        if text == self._last_error:
+            log.debug("%s service step failed again: %s", self.name, text)
+            return
+        self._last_error = text
+        log.error("%s service step failed (logged once while it repeats)", self.name, exc_info=e)
 
     async def stop(self) -> None:
         """Let a running step finish (a flush in a worker thread cannot be cancelled), then end."""

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 import gc
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from store_testlib import msg
 
 from rocketq.codec.message import decode_messages
@@ -143,23 +141,3 @@ def test_runtime_info(store: MessageStore) -> None:
     assert info["putMessageTimesTotal"] == "1"
     assert float(info["commitLogDiskRatio"]) >= 0
     assert all(isinstance(v, str) for v in info.values())
-
-
-def test_no_space_refuses_puts_instead_of_faulting(
-    make_store: Callable[..., MessageStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Blocks are reserved before the mapping is written: ENOSPC becomes a refused put, never
-    a SIGBUS from writing a sparse page the filesystem cannot back."""
-    store = make_store()
-    store.append_message(msg())
-
-    def no_space(fd: int, offset: int, length: int) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(os, "posix_fallocate", no_space)
-    statuses = {store.append_message(msg(body=b"x" * 3000)).status for _ in range(80)}
-    assert PutMessageStatus.SERVICE_NOT_AVAILABLE in statuses
-    assert store.disk_full
-    monkeypatch.undo()
-    store.clean_expired_files(disk_ratio=0.5)
-    assert store.append_message(msg(body=b"x" * 3000)).ok
