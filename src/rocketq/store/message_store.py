@@ -418,6 +418,14 @@ class MessageStore:
         if self.index is not None:
             self.index.retry_deferred()
 
+    def disk_util(self) -> str:
+        """Used fraction of the partitions holding the commit log, consume queues and index, as
+        RocketMQ's disk-full remark shows them."""
+        cfg = self.config
+        cl, cq, ix = (retention.disk_used_ratio(p) for p in (cfg.commit_log_dir, cfg.consume_queue_dir,
+                                                              cfg.index_dir))
+        return f"CL: {cl:5.2f} CQ: {cq:5.2f} INDEX: {ix:5.2f}"
+
     def runtime_info(self) -> dict[str, str]:
         cl = self.commit_log
         ratio = self._disk_ratio()

@@ -116,7 +116,7 @@ _FAILED: dict[PutMessageStatus, tuple[int, str]] = {
     PutMessageStatus.SERVICE_NOT_AVAILABLE: (
         ResponseCode.SERVICE_NOT_AVAILABLE,
         "service not available now. It may be caused by one of the following reasons: the broker's disk "
-        "is full, messages are put to the slave, message store has been shut down, etc."),
+        "is full [{disk}], messages are put to the slave, message store has been shut down, etc."),
     PutMessageStatus.OS_PAGE_CACHE_BUSY: (
         ResponseCode.SYSTEM_BUSY, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
@@ -444,7 +444,8 @@ class SendMessageProcessor:
     def _failed_response(self, request: RemotingCommand, status: PutMessageStatus) -> RemotingCommand:
         code, remark = _FAILED.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
         self._stats.on_put_failed()
-        return request.make_response(code, remark.format(max=self._max_size),
+        disk = self._store.disk_util() if status is PutMessageStatus.SERVICE_NOT_AVAILABLE else ""
+        return request.make_response(code, remark.format(max=self._max_size, disk=disk),
                                      {"MSG_REGION": self._region, "TRACE_ON": self._trace_on})
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int,
