@@ -293,9 +293,12 @@ class PidFile:
                 f"the data directory {self.path.parent} is in use by another broker ({who}, lock "
                 f"{self.path}); stop it or give this broker another --data-dir"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
+        os.ftruncate(fd, 0)
+        try:
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:  # a full disk: the lock is what matters, the PID is a courtesy
+            log.warning("cannot write the PID into %s: %s", self.path, exc.strerror or exc)
 
     def release(self) -> None:
         fd, self._fd = self._fd, None

@@ -144,7 +144,6 @@ class CommitLog:
         mf = self.mfq.last_for_write(self.start_offset_hint)
         if not mf.reserved:  # loaded: what lies below the recovered end was written, so has blocks
             mf.reserved = mf.wrote_position - mf.wrote_position % OS_PAGE_SIZE
-            mf.fresh_from = min(mf.fresh_from, mf.wrote_position)  # nothing valid lies beyond
         if size + END_FILE_MIN_BLANK_LENGTH > mf.remaining:
             blank = mf.remaining
             end = mf.wrote_position + _BLANK.size

@@ -141,8 +141,6 @@ class ConsumeQueue:
             mf = self.mfq.file_for_offset(idx * CQ_STORE_UNIT_SIZE, create=True)
             assert mf is not None
             first = mf.file_from_offset // CQ_STORE_UNIT_SIZE
-            # entries past max_offset are not valid (recovery cleared them): zeros may go there
-            mf.fresh_from = min(mf.fresh_from, max(0, self.max_offset - first) * CQ_STORE_UNIT_SIZE)
             upto = min(end, first + self.per_file)
             need = (upto - first) * CQ_STORE_UNIT_SIZE
             if not mf.reserve(need + CQ_RESERVE_WINDOW) and not mf.reserve(need):

@@ -105,7 +105,7 @@ class IndexFile:
         self.index_num = index_num
         self.path = path
         size = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
-        self.mf = MappedFile(path, size)
+        self.mf = MappedFile(path, size, zero_fill=True)  # slots are written all over the table
         self._entries_at = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE
         header: tuple[int, int, int, int, int, int] = _HEADER.unpack_from(self.mf.buf, 0)
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
@@ -114,7 +114,8 @@ class IndexFile:
             self.index_count = 1
         self.mf.wrote_position = self.mf.flushed_position = self._dirty_mark()
         if self.mf.fresh_from:  # loaded: slots hold data all over, entries up to the count
-            self.mf.fresh_from = self._entries_at + self.index_count * INDEX_ENTRY_SIZE
+            data_end = self._entries_at + self.index_count * INDEX_ENTRY_SIZE
+            self.mf.fresh_from = min(self.mf.file_size, data_end)
         self._slots: npt.NDArray[np.int32] | None = np.ndarray(
             (slot_num,), dtype=">i4", buffer=self.mf.buf, offset=INDEX_HEADER_SIZE
         )

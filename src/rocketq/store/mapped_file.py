@@ -40,13 +40,14 @@ _ZEROS = bytes(1 << 20)
 def _allocate(fd: int, path: str, offset: int, length: int, fresh_from: int) -> bool:
     """Give [offset, offset + length) of `fd` disk blocks; False when the disk is full.
 
-    Where the file is known to hold nothing (from `fresh_from` on) zeros are written: the
-    blocks are then really allocated, or at least accounted for, before the mapping touches
-    them. posix_fallocate would leave "unwritten" extents, which ext4 splits at the first
-    write fault of each page; on a nearly full disk that split can need a block it cannot
-    get, and the fault becomes a SIGBUS. Below `fresh_from` (data of a loaded file) blocks
-    are only fallocated. Where fallocate is not supported the free space is checked instead:
-    at least the bytes asked for plus a margin."""
+    Blocks are fallocated, except from `fresh_from` on (where a zero-filled file is known to
+    hold nothing), where zeros are written. fallocate leaves "unwritten" extents that ext4
+    splits at the first write fault of a page, and a split can need a block of its own: for
+    sequential writers the splits merge away, but writes all over a file (the index's slot
+    table) would grow its extent tree page by page. Either way the disk counts as full while
+    FREE_SPACE_MARGIN is left, which is what keeps a write fault from finding no block at
+    all (a SIGBUS). Where fallocate is not supported the free space is checked instead: at
+    least the bytes asked for plus a margin."""
     end = offset + length
     try:
         if offset < fresh_from:
@@ -95,18 +96,19 @@ class MappedFile:
         "wrote_position",
     )
 
-    def __init__(self, path: str, file_size: int, *, preallocate: int = 0) -> None:
+    def __init__(self, path: str, file_size: int, *, preallocate: int = 0, zero_fill: bool = False) -> None:
         """Map `path` (created sparse at `file_size` when missing or short); `preallocate`
-        reserves that many bytes from the start right away (see `reserve`)."""
+        reserves that many bytes from the start right away (see `reserve`); `zero_fill`
+        reserves by writing zeros rather than with fallocate (for files written at random)."""
         self.path = path
         self.file_size = file_size
         self.file_from_offset = int(os.path.basename(path))
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             actual = os.fstat(fd).st_size
-            # from here on the file holds nothing (a new file: all of it); owners that know
-            # where a loaded file's data ends say so (reserve writes zeros past this point)
-            self.fresh_from = 0 if actual == 0 else file_size
+            # reserve writes zeros from here on (see _allocate): all of a new zero-filled file;
+            # an owner that knows where a loaded file's data ends may lower it
+            self.fresh_from = 0 if zero_fill and actual == 0 else file_size
             if actual > file_size:
                 raise StoreError(f"{path}: size {actual} exceeds the configured segment size {file_size}")
             if actual < file_size:

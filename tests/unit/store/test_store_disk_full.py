@@ -111,8 +111,7 @@ def test_index_keys_wait_for_space_and_are_never_dropped(
 def test_a_filesystem_without_fallocate_falls_back_to_a_free_space_check(
         tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
     path = os.path.join(tmp_path, "00000000000000000000")
-    mf = mapped_file.MappedFile(path, 1 << 20)
-    mf.fresh_from = mf.file_size  # a loaded file: only fallocate is tried
+    mf = mapped_file.MappedFile(path, 1 << 20)  # not zero-filled: only fallocate is tried
 
     def unsupported(fd: int, offset: int, length: int) -> None:
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
@@ -146,3 +145,18 @@ async def test_a_failing_service_logs_once_and_says_when_it_recovers(
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and errors[0].exc_info is not None
     assert any("recovered after 5 failed rounds" in r.message for r in caplog.records)
+
+
+def test_reserving_a_reloaded_index_file_keeps_its_keys(make_store: Callable[..., MessageStore]) -> None:
+    """Index files reserve by writing zeros, but never over what a loaded file holds."""
+    store = make_store()
+    for i in range(20):
+        assert store.append_message(msg(keys=f"old{i}")).ok
+    store.close()
+    store = make_store()
+    assert store.index is not None and store.index.files
+    for i in range(20):
+        assert store.append_message(msg(keys=f"new{i}")).ok
+    store.drain_index()
+    for key in ("old0", "old19", "new0", "new19"):
+        assert len(store.query_message("TopicA", key, 10, 0, 2**62).buffers) == 1, key
