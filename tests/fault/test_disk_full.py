@@ -36,7 +36,8 @@ TOPIC = "DiskFullT"
 QUEUES = 4
 FS_BYTES = 64 << 20
 SMALL_SEGMENT = 8 << 20
-DISK_FULL_REMARK = r"the broker's disk is full \[CL: +[01]\.\d\d CQ: +[01]\.\d\d INDEX: +[01]\.\d\d\]"
+# A partition whose directory does not exist yet reads -1, as Java's getDiskPartitionSpaceUsedPercent.
+DISK_FULL_REMARK = r"the broker's disk is full \[CL: +-?[01]\.\d\d CQ: +-?[01]\.\d\d INDEX: +-?[01]\.\d\d\]"
 # Small index and consume-queue files: their size is not what this test is about.
 STORE = (
     "--set", "mappedFileSizeConsumeQueue=60000",
