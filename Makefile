@@ -38,7 +38,7 @@ test-all: setup
 
 # The slow fault campaign of issue 9 alone; every test prints one `CAMPAIGN name key=value ...` line.
 campaign: setup
-	$(BIN)/python -m pytest -m slow -s -q tests/fault -k campaign $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m slow -s -q tests/fault -k "campaign or race or disk_full" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
