@@ -225,9 +225,11 @@ class BrokerController:
         self.hold_service.shutdown()
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
-        await self.topic_manager.flush()
-        await self.offset_manager.flush()
-        await self.subscription_manager.flush()
+        for manager in (self.topic_manager, self.offset_manager, self.subscription_manager):
+            try:
+                await manager.flush()
+            except Exception:  # logged by its writer (a full disk, say): the store must still close
+                pass
         if self.store is not None:
             await self.store.shutdown()
         await self.outer_api.shutdown()
