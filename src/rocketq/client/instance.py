@@ -45,6 +45,8 @@ log = logging.getLogger("rocketq.client")
 MASTER_ID = 0
 FETCH_NAMESRV_INTERVAL = 120.0  # s, as RocketMQ's fetchNameServerAddr task
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+# What a broker answers GET_CONSUMER_LIST_BY_GROUP for a group it has no heartbeat of.
+NO_CONSUMER_REMARK = "no consumer for this group"
 
 
 class ProducerImpl(Protocol):
@@ -262,15 +264,23 @@ class MQClientInstance:
             else:
                 log.warning("updateTopicRouteInfoFromNameServer %s exception: %s", topic, e)
             return False
-        self.apply_route(topic, route)
+        if self.apply_route(topic, route) and self.consumer_table:
+            # A broker this client never heartbeated to (a topic created after our consumers
+            # subscribed) does not know our consumers yet: it would answer the rebalance's
+            # consumer-list query with "no consumer for this group" until the next 30 s heartbeat.
+            await self.send_heartbeat_to_all_brokers()
         return True
 
-    def apply_route(self, topic: str, route: TopicRouteData) -> None:
-        """Record ``route`` for ``topic`` and pass the derived queues to producers and consumers."""
+    def apply_route(self, topic: str, route: TopicRouteData) -> bool:
+        """Record ``route`` for ``topic`` and pass the derived queues to producers and consumers;
+        True when it names a broker address this client did not know."""
         old = self.topic_route_table.get(topic)
         if old is None or _route_key(old) != _route_key(route):
             log.info("the topic[%s] route info changed, old[%s], new[%s]", topic, old, route)
+        known = {a for addrs in self.broker_addr_table.values() for a in addrs.values()}
+        new_broker = False
         for bd in route.broker_datas:
+            new_broker = new_broker or not known.issuperset(bd.broker_addrs.values())
             self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
         publish = publish_info_from_route(topic, route)
         for producer in self.producer_table.values():
@@ -281,6 +291,7 @@ class MQClientInstance:
                 if topic in consumer.subscriptions():
                     consumer.update_topic_subscribe_info(topic, list(queues))
         self.topic_route_table[topic] = route
+        return new_broker
 
     async def update_topic_route_info_from_name_server_all(self) -> None:
         topics: set[str] = set()
@@ -350,7 +361,15 @@ class MQClientInstance:
                 "getConsumerIdListByGroup %s from %s: %s (expected until the group's heartbeat arrives)",
                 group, addr, e.remark,
             )
-            return None
+            if NO_CONSUMER_REMARK not in str(e.remark) or group not in self.consumer_table:
+                return None
+            # It restarted, expired us, or learnt of us just now: a heartbeat now rather than
+            # at the next 30 s tick, and ask again.
+            await self.send_heartbeat_to_all_brokers()
+            try:
+                ids = await self.api.get_consumer_id_list_by_group(addr, group)
+            except Exception:
+                return None
         except Exception as e:
             log.warning("getConsumerIdListByGroup exception, %s %s: %s", addr, group, e)
             return None
