@@ -112,6 +112,10 @@ class RemoteBrokerOffsetStore(OffsetStore):
         # An MQClientInstance: find_broker_address_in_subscribe, update_topic_route_info_from_name_server,
         # api (query_consumer_offset / update_consumer_offset[_oneway]), config.mq_client_api_timeout.
         self._client = client
+        # The offset each queue had on the broker when we last read or wrote it. Persisting that
+        # same value again could only move the broker back: a queue taken over and dropped again
+        # before consuming anything would otherwise overwrite what its other owner stored since.
+        self._on_broker: dict[MessageQueue, int] = {}
 
     async def _broker_addr(self, mq: MessageQueue) -> str:
         client = self._client
@@ -139,7 +143,15 @@ class RemoteBrokerOffsetStore(OffsetStore):
         if offset < 0:
             return OFFSET_NOT_FOUND
         self.update_offset(mq, offset, False)
+        self._on_broker[mq] = offset
         return offset
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        self._on_broker.pop(mq, None)
+        super().remove_offset(mq)
+
+    def _unchanged(self, mq: MessageQueue, offset: int) -> bool:
+        return self._on_broker.get(mq) == offset
 
     async def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
         keep = set(mqs)
@@ -148,6 +160,8 @@ class RemoteBrokerOffsetStore(OffsetStore):
         unused = []
         for mq, offset in list(self.offset_table.items()):
             if mq in keep:
+                if self._unchanged(mq, offset):
+                    continue
                 try:
                     await self.update_consume_offset_to_broker(mq, offset)
                     log.debug(
@@ -167,7 +181,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
 
     async def persist(self, mq: MessageQueue) -> None:
         offset = self.offset_table.get(mq)
-        if offset is None:
+        if offset is None or self._unchanged(mq, offset):
             return
         try:
             await self.update_consume_offset_to_broker(mq, offset)
@@ -191,6 +205,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
             await api.update_consumer_offset_oneway(addr, header)
         else:
             await api.update_consumer_offset(addr, header, self._timeout())
+        self._on_broker[mq] = offset
 
 
 # -- local file ---------------------------------------------------------------------------------------
