@@ -1,6 +1,7 @@
 """How the concurrent consume service hands batches to the listener pools: the batches of one
 pull travel as one job for a fast listener and one by one for a slow one, an async pool fans out
-only when listeners actually wait, and a job's results are committed in one go."""
+only when listeners actually wait, and a job's results are committed in one go. A dropped queue's
+batches stop before the listener; a hand-over commits what was consumed before it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
+from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService, ConsumeRequest
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.consumer.types import ConsumeStatus, PushConsumerConfig
@@ -232,3 +233,88 @@ async def test_a_stuck_batch_does_not_hold_up_the_rest_of_its_pull(use_async: bo
         thread_gate.set()
         loop_gate.set()
         await service.shutdown()
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_batches_of_a_dropped_queue_never_reach_the_listener(use_async: bool) -> None:
+    consumer = StandIn()
+    seen: list[int] = []
+    thread_gate = threading.Event()
+    loop_gate = asyncio.Event()
+
+    def sync_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        if batch[0].queue_offset == 320:
+            thread_gate.wait(10)
+        seen.append(batch[0].queue_offset)
+        return OK
+
+    async def async_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        if batch[0].queue_offset == 320:
+            await loop_gate.wait()
+        seen.append(batch[0].queue_offset)
+        return OK
+
+    service = ConsumeMessageConcurrentlyService(consumer, async_listener if use_async else sync_listener)
+    service.start()
+    pq = ProcessQueue()
+    try:
+        for p in range(40):
+            await pull(service, pq, p * 8)
+            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
+        await pull(service, pq, 320)  # one job of 8 batches; the first one stays in the listener
+        await until(lambda: bool(pq.in_flight) and next(iter(pq.in_flight.values())).context is not None)
+        pq.dropped = True  # a rebalance moved the queue away (no hand-over)
+        thread_gate.set()
+        loop_gate.set()
+        await until(lambda: not pq.in_flight)
+        await asyncio.sleep(0.05)
+        assert [o for o in seen if o >= 320] == [320]  # only the batch already in the listener
+        assert committed(consumer) == 320  # whose result is dropped, as in RocketMQ
+    finally:
+        thread_gate.set()
+        loop_gate.set()
+        await service.shutdown()
+
+
+async def test_a_hand_over_commits_what_was_consumed_and_the_gaps_below_it() -> None:
+    """Two threads run two pulls of one queue; the queue is handed over while both are mid-way:
+    the batches under the furthest one consumed still run, the rest is skipped, and the
+    committed offset ends right after the last consumed message."""
+    consumer = StandIn(threads=2)
+    seen: list[int] = []
+    lock = threading.Lock()
+    gate = threading.Event()
+
+    def listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        offset = batch[0].queue_offset
+        if offset in (3, 12):  # both jobs stop here until the hand-over began
+            gate.wait(10)
+        with lock:
+            seen.append(offset)
+        return OK
+
+    service = ConsumeMessageConcurrentlyService(consumer, listener)
+    service.start()
+    pq = ProcessQueue()
+    try:
+        batch = msgs(0, 16)
+        pq.put_messages(batch)
+        # Two jobs of eight batches each, as a backlog makes them.
+        service._submit([_request(m, pq) for m in batch[:8]])
+        service._submit([_request(m, pq) for m in batch[8:]])
+        await until(lambda: {3, 12} <= {o for o, r in pq.in_flight.items() if r.context is not None})
+        service.begin_hand_over(pq)
+        assert pq.dropped and pq.handing_over and pq.hand_over_below == 12
+        gate.set()
+        await service.hand_over([pq], 5.0)
+        with lock:
+            done = sorted(seen)
+        assert done == list(range(13))  # 4..11 filled the gap under 12; 13..15 were skipped
+        assert committed(consumer) == 13
+    finally:
+        gate.set()
+        await service.shutdown()
+
+
+def _request(msg: MessageExt, pq: ProcessQueue) -> ConsumeRequest:
+    return ConsumeRequest([msg], pq, MQ)

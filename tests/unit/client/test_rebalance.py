@@ -138,9 +138,18 @@ class FakeConsumer:
         self.consume_orderly = orderly
         self.dispatched: list[tuple[MessageQueue, int]] = []
         self.changes: list[tuple[str, set[MessageQueue]]] = []
+        # (queues, all dropped and handing over) of each hand-over the rebalance asked for.
+        self.hand_overs: list[tuple[int, bool]] = []
 
     def dispatch_pull_requests(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
         self.dispatched += [(mq, off) for mq, _, off in requests]
+
+    def begin_hand_over(self, pq: ProcessQueue) -> None:
+        pq.handing_over = not self.consume_orderly
+        pq.dropped = True
+
+    async def hand_over(self, pqs: list[ProcessQueue], timeout: float) -> None:
+        self.hand_overs.append((len(pqs), all(pq.handing_over and pq.dropped for pq in pqs)))
 
     def on_message_queue_changed(
         self, topic: str, mq_all: Collection[MessageQueue], mq_divided: Collection[MessageQueue]
@@ -155,6 +164,7 @@ def push_impl(
     topics: dict[str, list[MessageQueue]] | None = None,
 ) -> RebalancePushImpl:
     impl = RebalancePushImpl(consumer, "G", model, AllocateMessageQueueAveragely(), client)
+    impl.settle_delay = 0.0  # dispatch at once: these tests look at the table right after a round
     for topic, queues in (topics or {T: mqs()}).items():
         impl.subscription_inner[topic] = SubscriptionData(topic)
         impl.topic_subscribe_info_table[topic] = set(queues)
@@ -319,6 +329,7 @@ async def test_lite_variant_reports_changes_and_commits_before_removal(tmp_path:
     impl = RebalanceLitePullImpl(
         consumer, "G", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), client
     )
+    impl.settle_delay = 0.0
     impl.subscription_inner[T] = SubscriptionData(T)
     impl.topic_subscribe_info_table[T] = set(mqs(n=2))
     await impl.do_rebalance(False)
@@ -363,3 +374,30 @@ async def test_rebalance_service_wakes_up_and_retries_unbalanced_groups_sooner()
         assert flaky.calls == 4
     finally:
         await service.shutdown()
+
+
+async def test_a_queue_taken_over_waits_and_starts_at_the_offset_its_previous_owner_stored() -> None:
+    broker = {mqs()[0]: 5, mqs()[1]: 9}
+    store = MemoryOffsetStore(broker)
+    consumer = FakeConsumer(store, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    impl = push_impl(FakeClient("c0", ["c0", "c1"]), consumer)
+    impl.settle_delay = 0.05
+    await impl.do_rebalance(False)
+    assert sorted(impl.process_queue_table) == mqs()[:2] and consumer.dispatched == []
+    broker[mqs()[0]] = 40  # the previous owner persisted on its way out meanwhile
+    impl.process_queue_table[mqs()[1]].dropped = True  # and this one moved on again
+    await asyncio.sleep(0.2)
+    assert consumer.dispatched == [(mqs()[0], 40)]
+
+
+async def test_a_dropped_concurrent_queue_is_handed_over_before_its_offset_is_persisted() -> None:
+    store = MemoryOffsetStore({})
+    consumer = FakeConsumer(store, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    client = FakeClient("c0", ["c0"])
+    impl = push_impl(client, consumer)
+    await impl.do_rebalance(False)
+    gone = impl.process_queue_table[mqs()[3]]
+    client.members.append("c1")
+    await impl.do_rebalance(False)
+    assert consumer.hand_overs == [(1, True), (1, True)]  # queues 2 and 3, one by one
+    assert gone.dropped and not gone.handing_over  # over once the offset was persisted

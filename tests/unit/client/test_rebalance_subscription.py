@@ -139,6 +139,7 @@ async def test_missing_retry_route_is_fetched_at_once_and_asks_for_a_quick_retry
     client = _Client(ref, appear_after=2)
     consumer = _Consumer()
     impl = RebalancePushImpl(consumer, "G", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), client)
+    impl.settle_delay = 0.0
     ref.append(impl)
     impl.subscription_inner["%RETRY%G"] = build_subscription("%RETRY%G", "*")
     assert await impl.do_rebalance(False) is False  # fetched, still missing: come back soon

@@ -44,6 +44,7 @@ _FAST_SMOOTHING = 1 / 16
 # batches back for one-by-one dispatch, so one stuck call does not hold up the rest of a pull.
 STALLED_LISTENER_RT = 0.01  # s
 EXPIRED_SEND_BACK_DELAY_LEVEL = 3
+HAND_OVER_POLL = 0.002  # s between looks at the jobs a hand-over waits for
 _SUCCESS = ConsumeStatus.CONSUME_SUCCESS
 _LATER = ConsumeStatus.RECONSUME_LATER
 
@@ -71,9 +72,11 @@ def listener_status(value: Any, enum_type: type[Any], default: Any) -> tuple[Any
 
 class ConsumeRequest:
     __slots__ = (
+        "accounted",
         "begin",
         "context",
         "expired",
+        "finished",
         "hook_type",
         "message_queue",
         "msgs",
@@ -97,20 +100,47 @@ class ConsumeRequest:
         self.hook_type = ""
         # A sync listener that returned an awaitable: finished on the loop.
         self.pending: Any = None
+        # Set (last) by whoever ran the listener once status and rt are final; the loop may then
+        # account this batch ahead of the rest of its job (``accounted``), see flush_results.
+        self.finished = False
+        self.accounted = False
 
 
 class _Job:
     """Batches of one queue handed to the listener pool together. The worker takes them one at a
     time from ``waiting``; the loop may take back those not started (see ``_check_stall``)."""
 
-    __slots__ = ("batch_start", "ran", "recheck", "timer", "waiting")
+    __slots__ = ("batch_start", "ran", "recheck", "skipped", "timer", "waiting")
 
     def __init__(self, reqs: list[ConsumeRequest]) -> None:
         self.waiting = collections.deque(reqs)
         self.ran: list[ConsumeRequest] = []
+        # Batches never given to the listener because their queue was dropped first.
+        self.skipped: list[ConsumeRequest] = []
         self.batch_start = 0.0  # when the batch now in the listener started (0: none yet)
         self.timer: asyncio.TimerHandle | None = None
         self.recheck = STALLED_LISTENER_RT
+
+    def next_batch(self) -> ConsumeRequest | None:
+        """The next batch for the listener; None when none is left or the queue was dropped.
+
+        The dropped check sits right before each listener call (as RocketMQ's ConsumeRequest.run
+        does): the next owner of the queue delivers these batches, and running them here too
+        would only duplicate them. During a hand-over, batches below messages consumed already
+        still run (see begin_hand_over).
+        """
+        try:
+            req = self.waiting.popleft()  # atomic: the loop may take the rest back meanwhile
+        except IndexError:
+            return None
+        pq = req.process_queue
+        if pq.dropped and not (pq.handing_over and req.msgs[0].queue_offset < pq.hand_over_below):
+            self.skipped.append(req)
+            self.skipped += self.take_waiting()  # one job is one queue: the rest is dropped too
+            return None
+        self.ran.append(req)
+        self.batch_start = time.monotonic()
+        return req
 
     def take_waiting(self) -> list[ConsumeRequest]:
         taken: list[ConsumeRequest] = []
@@ -199,24 +229,24 @@ class ConsumeMessageConcurrentlyService:
         for req in reqs:
             self._submit([req])
 
-    def _submit(self, reqs: list[ConsumeRequest]) -> None:
+    def _submit(self, reqs: list[ConsumeRequest], first: bool = False) -> None:
         """One job of one or more batches, all of one queue."""
         pool = self._pool
         if pool is None:
             return
         now = time.monotonic()
         in_flight = reqs[0].process_queue.in_flight
+        job = _Job(reqs)
         for req in reqs:
             req.begin = now
             in_flight[req.msgs[0].queue_offset] = req
-        job = _Job(reqs)
         if len(reqs) > 1 and self._loop is not None:
             job.timer = self._loop.call_later(STALLED_LISTENER_RT, self._check_stall, job)
         try:
             if isinstance(pool, AsyncListenerPool):
                 pool.submit(self._consume_async, job, self._finish_job)
             else:
-                pool.submit(self._consume_sync_job, job, self._finish_job)
+                pool.submit(self._consume_sync_job, job, self._finish_job, first)
         except RuntimeError:  # shut down meanwhile: the messages are re-delivered to the group
             if job.timer is not None:
                 job.timer.cancel()
@@ -233,21 +263,16 @@ class ConsumeMessageConcurrentlyService:
         if not started:  # still queued behind other jobs: look again, less and less often
             job.recheck = min(job.recheck * 2, 1.0)
         elif time.monotonic() - started > STALLED_LISTENER_RT:
+            # Ahead of everything queued: behind later pulls of the queue they would hold its
+            # committed offset back while those are consumed (re-delivered after a move).
             for req in job.take_waiting():
-                self._submit([req])
+                self._submit([req], first=True)
             return
         job.timer = self._loop.call_later(job.recheck, self._check_stall, job)
 
     def _consume_sync_job(self, job: _Job) -> None:
         """On a consume thread."""
-        waiting, ran = job.waiting, job.ran
-        while waiting:
-            try:
-                req = waiting.popleft()  # atomic: the loop may take the rest back meanwhile
-            except IndexError:
-                return
-            ran.append(req)
-            job.batch_start = time.monotonic()
+        while (req := job.next_batch()) is not None:
             self._consume_sync(req)
 
     def _finish_job(self, job: _Job) -> None:
@@ -255,18 +280,22 @@ class ConsumeMessageConcurrentlyService:
         batches are accounted and committed together; any other takes the one-batch path."""
         if job.timer is not None:
             job.timer.cancel()
+        if job.skipped:
+            self._forget_skipped(job.skipped)
         reqs = job.ran
         done: list[MessageExt] = []
         ok_msgs = rt_ms = ok_reqs = 0
         fast = 0
         last: ConsumeRequest | None = None
         for req in reqs:
+            if req.accounted:
+                continue
             ctx = req.context
             n = len(req.msgs)
             if (
                 req.pending is not None
                 or req.status is not _SUCCESS
-                or req.process_queue.dropped
+                or _discarded(req.process_queue)
                 or req.expired
                 or (ctx is not None and ctx.ack_index < n - 1)
             ):
@@ -287,6 +316,66 @@ class ConsumeMessageConcurrentlyService:
         ok_item.add(ok_msgs, ok_reqs, now)
         rt_item.add(rt_ms, ok_reqs, now)
         self._commit(last.process_queue, last.message_queue, done)
+
+    def _forget_skipped(self, reqs: list[ConsumeRequest]) -> None:
+        in_flight = reqs[0].process_queue.in_flight
+        for req in reqs:
+            in_flight.pop(req.msgs[0].queue_offset, None)
+        log.info(
+            "the message queue not be able to consume, because it's dropped. group=%s %s, batches=%d",
+            self.group,
+            reqs[0].message_queue,
+            len(reqs),
+        )
+
+    def begin_hand_over(self, pq: ProcessQueue) -> None:
+        """Drop ``pq`` for a rebalance or a shutdown that persists its offset next (hand_over).
+
+        Its batches not started yet are skipped from now on, except those below messages
+        consumed or inside the listener already (the rest of a job another thread ran ahead
+        of, a batch re-queued by the stall check): left out, they would hold the committed
+        offset below everything consumed after them, which the next owner would consume again.
+        """
+        below = pq.removed_max
+        for req in pq.in_flight.values():
+            if req.context is not None:  # the listener has it (or had it)
+                below = max(below, req.msgs[0].queue_offset)
+        pq.hand_over_below = below
+        pq.handing_over = True
+        pq.dropped = True
+
+    async def hand_over(self, pqs: Sequence[ProcessQueue], timeout: float) -> None:
+        """Wait (up to ``timeout`` s) for the started consume jobs of the ``pqs`` (dropped, and
+        ``handing_over``) to finish, committing each batch as its listener call returns. Then
+        the offsets persisted for the next owners are past everything consumed here, except
+        batches still inside a listener at the timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            busy = False
+            for pq in pqs:
+                self.flush_results(pq)
+                below = pq.hand_over_below
+                busy = busy or any(
+                    not r.finished and (r.context is not None or r.msgs[0].queue_offset < below)
+                    for r in pq.in_flight.values()
+                )
+            if not busy or loop.time() >= deadline:
+                return
+            await asyncio.sleep(HAND_OVER_POLL)
+
+    def flush_results(self, pq: ProcessQueue) -> None:
+        """Account now every batch of ``pq`` whose listener call already returned: whole jobs
+        waiting in the thread pool's result queue, and the finished batches of jobs still
+        running."""
+        pool = self._pool
+        if isinstance(pool, ThreadListenerPool):
+            pool.drain()
+        for req in list(pq.in_flight.values()):
+            if req.finished and not req.accounted and req.pending is None:
+                req.accounted = True
+                pq.in_flight.pop(req.msgs[0].queue_offset, None)
+                self.process_consume_result(req)
 
     def submit_consume_request_later(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
@@ -350,19 +439,17 @@ class ConsumeMessageConcurrentlyService:
         req.rt = time.monotonic() - start
         if hook_ctx is not None:
             self._hook_after(hook_ctx, req)
+        req.finished = True
 
     async def _consume_async(self, job: _Job) -> None:
         """On the loop: the batches of one job in turn."""
         listener = self.listener
         monotonic = time.monotonic
-        waiting, ran = job.waiting, job.ran
-        while waiting:
-            req = waiting.popleft()
-            ran.append(req)
+        while (req := job.next_batch()) is not None:
             context = ConsumeConcurrentlyContext(req.message_queue)
             req.context = context
             hook_ctx = self._hook_context(req)
-            job.batch_start = start = monotonic()
+            start = monotonic()
             try:
                 result = listener(req.msgs, context)
                 if inspect.isawaitable(result):
@@ -380,6 +467,7 @@ class ConsumeMessageConcurrentlyService:
             req.rt = monotonic() - start
             if hook_ctx is not None:
                 self._hook_after(hook_ctx, req)
+            req.finished = True
 
     def _log_failure(self, req: ConsumeRequest, e: Exception) -> None:
         log.warning(
@@ -400,7 +488,7 @@ class ConsumeMessageConcurrentlyService:
             return
         pq = req.process_queue
         pq.in_flight.pop(req.msgs[0].queue_offset, None)
-        if pq.dropped or req.expired:
+        if _discarded(pq) or req.expired:
             log.warning(
                 "processQueue is dropped without process consume result. messageQueue=%s, msgs=%d",
                 req.message_queue,
@@ -457,7 +545,7 @@ class ConsumeMessageConcurrentlyService:
 
     def _commit(self, pq: ProcessQueue, mq: MessageQueue, done: Sequence[MessageExt]) -> None:
         offset = pq.remove_messages(done)
-        if offset >= 0 and not pq.dropped:
+        if offset >= 0 and not _discarded(pq):
             self.consumer.offset_store.update_offset(mq, offset, True)
 
     async def _send_back_then_commit(
@@ -509,6 +597,12 @@ class ConsumeMessageConcurrentlyService:
                         log.error("send expire msg back failed, %s", msg.msg_id)
                 self._commit(pq, mq, req.msgs)
         return expired
+
+
+def _discarded(pq: ProcessQueue) -> bool:
+    """Results of this queue's batches no longer count (RocketMQ: "dropped without process
+    consume result"): it was dropped and its offset has been handed over already."""
+    return pq.dropped and not pq.handing_over
 
 
 def _hook_name(hook: Any) -> str:

@@ -102,6 +102,14 @@ class ConsumeMessageOrderlyService:
     def pending(self) -> int:
         return self.in_listener
 
+    def begin_hand_over(self, pq: ProcessQueue) -> None:
+        pq.dropped = True
+
+    async def hand_over(self, pqs: Sequence[ProcessQueue], timeout: float) -> None:
+        """Nothing to wait for here: a batch commits right after its listener call, under the
+        queue's consume lock, which a rebalance takes before it persists and hands the queue on
+        (and a shutdown waits for ``in_listener``)."""
+
     # -- submit -----------------------------------------------------------------------------------------
 
     def submit_consume_request(

@@ -70,6 +70,8 @@ class ProcessQueue:
         "consume_lock",
         "consuming",
         "dropped",
+        "hand_over_below",
+        "handing_over",
         "in_flight",
         "last_consume_timestamp",
         "last_lock_timestamp",
@@ -79,6 +81,7 @@ class ProcessQueue:
         "msg_count",
         "msg_size",
         "queue_offset_max",
+        "removed_max",
         "try_unlock_times",
     )
 
@@ -93,6 +96,15 @@ class ProcessQueue:
         # Messages on the broker behind the newest cached one (lag).
         self.msg_acc_cnt = 0
         self.dropped = False
+        # Dropped by a rebalance (or a shutdown) that has not persisted the offset yet: batches of
+        # consume jobs already started still run and commit, so the offset handed to the next
+        # owner is past them.
+        self.handing_over = False
+        # During a hand-over, batches below this offset still run: they fill the gaps under
+        # messages consumed already (see ConsumeMessageConcurrentlyService.begin_hand_over).
+        self.hand_over_below = -1
+        # Largest offset the consumer finished with (concurrent), for hand_over_below.
+        self.removed_max = -1
         self.locked = False
         self.consuming = False
         self.try_unlock_times = 0
@@ -202,6 +214,9 @@ class ProcessQueue:
             size = sum(map(len, map(_BODY, gone)))
             self.msg_count -= removed
             self.msg_size -= size
+            last = gone[-1].queue_offset  # batches are in offset order
+            if last > self.removed_max:
+                self.removed_max = last
             self._notify_space()
         if table:
             return next(iter(table))

@@ -34,7 +34,7 @@ from rocketq.client.consumer.subscription import build_subscription, check_subsc
 from rocketq.client.consumer.types import ConsumeMessageHook, PushConsumerConfig
 from rocketq.client.message import PullStatus
 from rocketq.client.rebalance.allocate import allocate_strategy
-from rocketq.client.rebalance.impl import RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl
+from rocketq.client.rebalance.impl import HAND_OVER_WAIT, RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl
 from rocketq.codec.bodies import ConsumeType, MessageModel, MessageQueue
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.message import MessageExt
@@ -232,12 +232,21 @@ class PushConsumer(ConsumerInner):
         await self.pull_service.shutdown()
         for timer in list(self._tasks):
             timer.cancel()
-        if self.consume_service is not None:
-            await self.consume_service.shutdown(self.config.await_termination_millis_when_shutdown / 1000.0)
         table = self.process_queue_table
         for pq in table.values():
-            pq.dropped = True
-        await self._persist_at_shutdown(table)
+            self.begin_hand_over(pq)
+        await_termination = self.config.await_termination_millis_when_shutdown / 1000.0
+        try:
+            # Commit what the listener finished and the consume jobs already started (before the
+            # pool shutdown abandons queued ones), so the offsets persisted below are past them
+            # and the members taking these queues over do not consume them again.
+            await self.hand_over(list(table.values()), max(HAND_OVER_WAIT, await_termination))
+            if self.consume_service is not None:
+                await self.consume_service.shutdown(await_termination)
+            await self._persist_at_shutdown(table)
+        finally:
+            for pq in table.values():
+                pq.handing_over = False
         if self.consume_orderly and self.config.message_model is MessageModel.CLUSTERING:
             await self.rebalance_impl.unlock_all(oneway=False)
         await self._leave()
@@ -269,6 +278,19 @@ class PushConsumer(ConsumerInner):
     def dispatch_pull_requests(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
         for mq, pq, offset in requests:
             self.pull_service.execute_pull_request_immediately(PullRequest(self._group_wire, mq, pq, offset))
+
+    def begin_hand_over(self, pq: ProcessQueue) -> None:
+        """Drop ``pq`` ahead of persisting its offset for the next owner (see hand_over)."""
+        if self.consume_service is not None:
+            self.consume_service.begin_hand_over(pq)
+        else:
+            pq.dropped = True
+
+    async def hand_over(self, pqs: Sequence[ProcessQueue], timeout: float) -> None:
+        """Commit what the listener finished of these dropped queues, waiting up to ``timeout``
+        for their consume jobs already started."""
+        if self.consume_service is not None:
+            await self.consume_service.hand_over(pqs, timeout)
 
     def on_message_queue_changed(
         self, topic: str, mq_all: Collection[MessageQueue], mq_divided: Collection[MessageQueue]

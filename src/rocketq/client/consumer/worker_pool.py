@@ -32,6 +32,7 @@ AsyncWork = Callable[[Any], Awaitable[Any]]
 Done = Callable[[Any], None]
 
 _STOP = object()
+_WAKE = object()
 
 
 class ThreadListenerPool:
@@ -41,6 +42,9 @@ class ThreadListenerPool:
         self._min = max(1, min_threads)
         self._max = max(self._min, max_threads)
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # Jobs that go before everything queued (submit(first=True)); _WAKE in _jobs wakes an
+        # idle worker for them.
+        self._first: collections.deque[Any] = collections.deque()
         self._results: collections.deque[tuple[Done, Any]] = collections.deque()
         self._drain_scheduled = False
         # The executor only hosts the long-lived worker loops; jobs never go through submit().
@@ -63,11 +67,17 @@ class ThreadListenerPool:
     def workers(self) -> int:
         return self._workers
 
-    def submit(self, work: Work, arg: Any, done: Done) -> None:
+    def submit(self, work: Work, arg: Any, done: Done, first: bool = False) -> None:
+        """Queue a job; ``first`` puts it ahead of every job queued (batches a consumer must
+        not leave behind later offsets of their queue)."""
         if self._closed:
             raise RuntimeError("listener pool is shut down")
         self.pending += 1
-        self._jobs.put((work, arg, done))
+        if first:
+            self._first.append((work, arg, done))
+            self._jobs.put(_WAKE)
+        else:
+            self._jobs.put((work, arg, done))
         # RocketMQ's pool grows toward consumeThreadMax only when work is waiting.
         if self._workers < self._max and self._jobs.qsize() > 1:
             self._spawn()
@@ -98,8 +108,14 @@ class ThreadListenerPool:
         get = self._jobs.get
         results = self._results
         loop = self._loop
+        first = self._first
         while True:
-            job = get()
+            try:
+                job = first.popleft()
+            except IndexError:
+                job = get()
+                if job is _WAKE:
+                    continue  # its job may have been taken by a busy worker already
             if job is _STOP:
                 return
             work, arg, done = job
@@ -111,11 +127,12 @@ class ThreadListenerPool:
             if not self._drain_scheduled:
                 self._drain_scheduled = True
                 try:
-                    loop.call_soon_threadsafe(self._drain)
+                    loop.call_soon_threadsafe(self.drain)
                 except RuntimeError:  # the loop is closed: nobody is waiting for results any more
                     return
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
+        """Hand every finished job's result to its ``done`` (on the loop)."""
         # Reset before popping: a result appended after the last pop schedules a new drain.
         self._drain_scheduled = False
         results = self._results
@@ -134,10 +151,12 @@ class ThreadListenerPool:
         # Queued jobs nobody started are abandoned (their messages are re-delivered to the group).
         try:
             while True:
-                self._jobs.get_nowait()
-                self.pending -= 1
+                if self._jobs.get_nowait() is not _WAKE:
+                    self.pending -= 1
         except queue.Empty:
             pass
+        self.pending -= len(self._first)
+        self._first.clear()
         if wait > 0:
             deadline = self._loop.time() + wait
             while self.pending > 0 and self._loop.time() < deadline:
@@ -145,7 +164,7 @@ class ThreadListenerPool:
         for _ in range(self._workers):
             self._jobs.put(_STOP)
         self._executor.shutdown(wait=False)
-        self._drain()
+        self.drain()
 
 
 class AsyncListenerPool:

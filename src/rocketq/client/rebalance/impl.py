@@ -51,6 +51,15 @@ LOCK_TIMEOUT = 1.0  # s, LOCK_BATCH_MQ round trip
 CONSUME_LOCK_WAIT = 1.0
 # Rounds a missing %RETRY% route makes the rebalance come back after min_interval instead of 20 s.
 MAX_RETRY_ROUTE_MISSES = 10
+# How long a concurrent push consumer waits before pulling a queue it was just given. Its previous
+# owner learns of the move from the same broker notification and needs a moment to drop the queue
+# and persist its offset; the stored offset is read again after the wait, so the new owner starts
+# where the old one stopped instead of re-delivering what it consumed meanwhile. The wait also
+# covers a member that briefly took every queue from a consumer list read while others joined.
+SETTLE_DELAY = 0.3  # s
+# How long a concurrent push consumer dropping a queue waits for the consume jobs of that queue
+# already started (well inside SETTLE_DELAY, so the next owner reads the offset stored after it).
+HAND_OVER_WAIT = 0.2  # s
 
 
 def retry_topic(group: str) -> str:
@@ -93,6 +102,7 @@ class RebalanceImpl:
         self._conditions = ConditionLog(log)
         self._route_fetched: dict[str, float] = {}
         self._retry_route_misses: dict[str, int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- the round --------------------------------------------------------------------------------
 
@@ -196,14 +206,14 @@ class RebalanceImpl:
             if mq.topic != topic:
                 continue
             if mq not in mq_set:
-                pq.dropped = True
+                self.mark_dropped(pq)
                 if await self.remove_unnecessary_message_queue(mq, pq):
                     if table.get(mq) is pq:
                         del table[mq]
                     changed = True
                     log.info("doRebalance, %s, remove unnecessary mq, %s", self.consumer_group, mq)
             elif self.consume_type is ConsumeType.CONSUME_PASSIVELY and pq.is_pull_expired():
-                pq.dropped = True
+                self.mark_dropped(pq)
                 if await self.remove_unnecessary_message_queue(mq, pq):
                     if table.get(mq) is pq:
                         del table[mq]
@@ -257,7 +267,7 @@ class RebalanceImpl:
     async def _truncate_message_queue_not_my_topic(self) -> None:
         for mq, pq in list(self.process_queue_table.items()):
             if mq.topic not in self.subscription_inner:
-                pq.dropped = True
+                pq.dropped = True  # no offset to hand over: nobody of the group reads it now
                 if self.process_queue_table.get(mq) is pq:
                     del self.process_queue_table[mq]
                 log.info(
@@ -269,16 +279,23 @@ class RebalanceImpl:
     async def remove_process_queue(self, mq: MessageQueue) -> None:
         pq = self.process_queue_table.pop(mq, None)
         if pq is not None:
-            pq.dropped = True
+            self.mark_dropped(pq)
             await self.remove_unnecessary_message_queue(mq, pq)
             log.info(
                 "Fix Offset, %s, remove unnecessary mq, %s Dropped: %s", self.consumer_group, mq, pq.dropped
             )
 
     def destroy(self) -> None:
+        for task in self._tasks:
+            task.cancel()
         for pq in self.process_queue_table.values():
             pq.dropped = True
         self.process_queue_table.clear()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- variant hooks ------------------------------------------------------------------------------
 
@@ -286,6 +303,10 @@ class RebalanceImpl:
         self, topic: str, mq_all: Collection[MessageQueue], mq_divided: Collection[MessageQueue]
     ) -> None:
         """The set of owned queues of ``topic`` changed."""
+
+    def mark_dropped(self, pq: ProcessQueue) -> None:
+        """Stop consuming ``pq`` (its batches not yet in a listener are skipped from now on)."""
+        pq.dropped = True
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         store = self.consumer.offset_store
@@ -298,6 +319,37 @@ class RebalanceImpl:
 
     def dispatch_pull_request(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
         """Start pulling the new queues (push); lite pull reacts in message_queue_changed."""
+
+    async def settled_offsets(
+        self, requests: list[tuple[MessageQueue, ProcessQueue, int]]
+    ) -> list[tuple[MessageQueue, ProcessQueue, int]]:
+        """After SETTLE_DELAY: the requests whose queue is still ours, each starting at the offset
+        stored now when there is one (the previous owner persisted it meanwhile)."""
+        live = [(mq, pq, offset) for mq, pq, offset in requests if self.process_queue_table.get(mq) is pq]
+        if not live:
+            return []
+        store = self.consumer.offset_store
+        stored = await asyncio.gather(
+            *(store.read_offset(mq, ReadOffsetType.READ_FROM_STORE) for mq, _, _ in live),
+            return_exceptions=True,
+        )
+        ready = []
+        for (mq, pq, offset), now_stored in zip(live, stored, strict=True):
+            if pq.dropped:
+                continue
+            # Only a stored offset replaces the one chosen at the add: recomputing a
+            # CONSUME_FROM_LAST_OFFSET start now would skip what arrived during the wait.
+            if isinstance(now_stored, int) and now_stored >= 0 and now_stored != offset:
+                log.info(
+                    "doRebalance, %s, %s moved on while settling: nextOffset %d -> %d",
+                    self.consumer_group,
+                    mq,
+                    offset,
+                    now_stored,
+                )
+                offset = now_stored
+            ready.append((mq, pq, offset))
+        return ready
 
     # -- where a new queue starts -----------------------------------------------------------------------
 
@@ -426,10 +478,28 @@ class RebalanceImpl:
 
 class RebalancePushImpl(RebalanceImpl):
     consume_type = ConsumeType.CONSUME_PASSIVELY
+    settle_delay = SETTLE_DELAY
+
+    def mark_dropped(self, pq: ProcessQueue) -> None:
+        if pq.dropped:
+            return
+        # Until remove_unnecessary_message_queue persisted the offset (concurrent consumers).
+        self.consumer.begin_hand_over(pq)
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         consumer = self.consumer
-        if not (consumer.consume_orderly and self.message_model is MessageModel.CLUSTERING):
+        if not consumer.consume_orderly:
+            # What the listener consumed before the move (and the started jobs finishing now)
+            # is committed before the offset is persisted, so the next owner, which reads it
+            # after SETTLE_DELAY, starts past it. RocketMQ drops those results instead and
+            # re-delivers them.
+            try:
+                if pq.handing_over:
+                    await consumer.hand_over([pq], HAND_OVER_WAIT)
+                return await super().remove_unnecessary_message_queue(mq, pq)
+            finally:
+                pq.handing_over = False
+        if self.message_model is not MessageModel.CLUSTERING:
             return await super().remove_unnecessary_message_queue(mq, pq)
         # Orderly: the batch in the listener must finish (and commit) before the offset is persisted
         # and the broker lock released, or the next owner could consume this queue concurrently.
@@ -459,11 +529,32 @@ class RebalancePushImpl(RebalanceImpl):
         self.consumer.on_message_queue_changed(topic, mq_all, mq_divided)
 
     def dispatch_pull_request(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
-        self.consumer.dispatch_pull_requests(requests)
+        if (
+            self.consumer.consume_orderly
+            or self.message_model is MessageModel.BROADCASTING
+            or self.settle_delay <= 0
+        ):
+            # Orderly queues change hands under the broker lock and re-read their offset at the
+            # first pull; in broadcasting nobody else consumes for this consumer.
+            self.consumer.dispatch_pull_requests(requests)
+            return
+        self._spawn(self._settle_then_pull(requests))
+
+    async def _settle_then_pull(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
+        await asyncio.sleep(self.settle_delay)
+        ready = await self.settled_offsets(requests)
+        if ready:
+            self.consumer.dispatch_pull_requests(ready)
 
 
 class RebalanceLitePullImpl(RebalanceImpl):
     consume_type = ConsumeType.CONSUME_ACTIVELY
+    settle_delay = SETTLE_DELAY
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Queues added by this round whose pulling waits for SETTLE_DELAY (as for push).
+        self._settling: set[MessageQueue] = set()
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         # What poll() already handed out counts as consumed: store it before the queue moves on.
@@ -471,9 +562,30 @@ class RebalanceLitePullImpl(RebalanceImpl):
         return await super().remove_unnecessary_message_queue(mq, pq)
 
     def dispatch_pull_request(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
-        self.consumer.remember_start_offsets(requests)
+        if self.message_model is MessageModel.BROADCASTING or self.settle_delay <= 0:
+            self.consumer.remember_start_offsets(requests)
+            return
+        self._settling.update(mq for mq, _, _ in requests)
+        self._spawn(self._settle_then_assign(requests))
+
+    async def _settle_then_assign(self, requests: list[tuple[MessageQueue, ProcessQueue, int]]) -> None:
+        try:
+            await asyncio.sleep(self.settle_delay)
+            ready = await self.settled_offsets(requests)
+        finally:
+            self._settling.difference_update(mq for mq, _, _ in requests)
+        self.consumer.remember_start_offsets(ready)
+        for topic in {mq.topic for mq, _, _ in ready}:
+            mq_all = self.topic_subscribe_info_table.get(topic, set())
+            self.message_queue_changed(topic, mq_all, self._owned(topic))
+
+    def _owned(self, topic: str) -> set[MessageQueue]:
+        return {mq for mq, pq in self.process_queue_table.items() if mq.topic == topic and not pq.dropped}
 
     def message_queue_changed(
         self, topic: str, mq_all: Collection[MessageQueue], mq_divided: Collection[MessageQueue]
     ) -> None:
-        self.consumer.on_message_queue_changed(topic, mq_all, mq_divided)
+        # Queues given up are let go now; those still settling join when their wait is over.
+        self.consumer.on_message_queue_changed(
+            topic, mq_all, [mq for mq in mq_divided if mq not in self._settling]
+        )
