@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from rocketq.client._sync import run_sync
+from rocketq.client._sync import run_sync, track, untrack
 from rocketq.client.config import ServiceState
 from rocketq.client.consumer.lite_pull import LitePullConsumer as AsyncLitePullConsumer
 from rocketq.client.consumer.push import PushConsumer as AsyncPushConsumer
@@ -80,8 +80,10 @@ class PushConsumer:
 
     def start(self) -> None:
         run_sync(self._impl.start())
+        track(self._impl, consumer=True)
 
     def shutdown(self) -> None:
+        untrack(self._impl)
         run_sync(self._impl.shutdown())
 
     def suspend(self) -> None:
@@ -160,8 +162,10 @@ class LitePullConsumer:
 
     def start(self) -> None:
         run_sync(self._impl.start())
+        track(self._impl, consumer=True)
 
     def shutdown(self) -> None:
+        untrack(self._impl)
         run_sync(self._impl.shutdown())
 
     def poll(self, timeout: float | None = None) -> list[MessageExt]:

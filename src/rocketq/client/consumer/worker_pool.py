@@ -20,7 +20,6 @@ import logging
 import queue
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 __all__ = ["AsyncListenerPool", "ThreadListenerPool"]
@@ -47,8 +46,6 @@ class ThreadListenerPool:
         self._first: collections.deque[Any] = collections.deque()
         self._results: collections.deque[tuple[Done, Any]] = collections.deque()
         self._drain_scheduled = False
-        # The executor only hosts the long-lived worker loops; jobs never go through submit().
-        self._executor = ThreadPoolExecutor(max_workers=self._max, thread_name_prefix=name)
         self._workers = 0
         self._grow_lock = threading.Lock()
         self.pending = 0  # jobs submitted and not yet done (loop-side count)
@@ -61,7 +58,11 @@ class ThreadListenerPool:
             if self._workers >= self._max:
                 return
             self._workers += 1
-        self._executor.submit(self._worker)
+            number = self._workers
+        # Daemon threads: a consume thread waiting for work must never keep the interpreter
+        # alive (a ThreadPoolExecutor's threads are joined at exit; these loops never return
+        # by themselves). Clients are shut down at exit by rocketq.client._sync instead.
+        threading.Thread(target=self._worker, name=f"{self._name}{number}", daemon=True).start()
 
     @property
     def workers(self) -> int:
@@ -163,7 +164,6 @@ class ThreadListenerPool:
                 await asyncio.sleep(0.01)
         for _ in range(self._workers):
             self._jobs.put(_STOP)
-        self._executor.shutdown(wait=False)
         self.drain()
 
 

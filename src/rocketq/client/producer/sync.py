@@ -71,8 +71,10 @@ class Producer:
 
     def start(self) -> None:
         _sync.run_sync(self._impl.start())
+        _sync.track(self._impl, consumer=False)
 
     def shutdown(self) -> None:
+        _sync.untrack(self._impl)
         _sync.run_sync(self._impl.shutdown())
 
     def __enter__(self) -> Producer:
