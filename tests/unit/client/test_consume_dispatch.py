@@ -81,6 +81,47 @@ def committed(consumer: StandIn) -> int:
     return consumer.offset_store.read_offset_in_memory(MQ)
 
 
+class Gated:
+    """A listener (sync or async) that records offsets and holds the batch at ``offset`` until
+    ``open()``."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+        self.seen: list[int] = []
+        self.thread_gate = threading.Event()
+        self.loop_gate = asyncio.Event()
+
+    def listener(self, batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        if batch[0].queue_offset == self.offset:
+            self.thread_gate.wait(10)
+        self.seen.append(batch[0].queue_offset)
+        return OK
+
+    async def async_listener(self, batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
+        if batch[0].queue_offset == self.offset:
+            await self.loop_gate.wait()
+        self.seen.append(batch[0].queue_offset)
+        return OK
+
+    def open(self) -> None:
+        self.thread_gate.set()
+        self.loop_gate.set()
+
+
+async def warmed_up(
+    consumer: StandIn, listener: Any
+) -> tuple[ConsumeMessageConcurrentlyService, ProcessQueue]:
+    """A started service that has seen 40 pulls of 8: it treats the listener as fast now, so a
+    pull travels as one job."""
+    service = ConsumeMessageConcurrentlyService(consumer, listener)
+    service.start()
+    pq = ProcessQueue()
+    for p in range(40):
+        await pull(service, pq, p * 8)
+        await until(lambda p=p: committed(consumer) == (p + 1) * 8)
+    return service, pq
+
+
 async def test_a_fast_sync_listener_gets_a_pull_as_one_job() -> None:
     consumer = StandIn()
     threads: dict[int, set[int]] = {}  # pull number -> threads its batches ran on
@@ -195,84 +236,46 @@ async def test_one_failed_batch_in_a_job_goes_back_alone(use_async: bool) -> Non
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_a_stuck_batch_does_not_hold_up_the_rest_of_its_pull(use_async: bool) -> None:
     consumer = StandIn()
-    seen: list[int] = []
-    thread_gate = threading.Event()
-    loop_gate = asyncio.Event()
-
-    def sync_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
-        if batch[0].queue_offset == 320:
-            thread_gate.wait(10)
-        seen.append(batch[0].queue_offset)
-        return OK
-
-    async def async_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
-        if batch[0].queue_offset == 320:
-            await loop_gate.wait()
-        seen.append(batch[0].queue_offset)
-        return OK
-
-    service = ConsumeMessageConcurrentlyService(consumer, async_listener if use_async else sync_listener)
-    service.start()
-    pq = ProcessQueue()
+    gated = Gated(320)
+    service, pq = await warmed_up(consumer, gated.async_listener if use_async else gated.listener)
+    seen = gated.seen
     try:
-        for p in range(40):
-            await pull(service, pq, p * 8)
-            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
         assert service._fast_share > 0.5  # a pull travels as one job now
         await pull(service, pq, 320)
         # the seven batches behind the stuck one are taken back from its job and run elsewhere
         await until(lambda: set(range(321, 328)) <= set(seen), timeout=3)
         assert 320 not in seen
         assert committed(consumer) == 320  # the stuck message still holds the offset back
-        thread_gate.set()
-        loop_gate.set()
+        gated.open()
         await until(lambda: committed(consumer) == 328)
         assert sorted(seen[-8:]) == list(range(320, 328))
         assert consumer.stats.totals("G", "T")["consumed_ok"] == 328
     finally:
-        thread_gate.set()
-        loop_gate.set()
+        gated.open()
         await service.shutdown()
 
 
 @pytest.mark.parametrize("use_async", [False, True])
-async def test_batches_of_a_dropped_queue_never_reach_the_listener(use_async: bool) -> None:
+async def test_batches_of_a_dropped_queue_never_reach_the_listener(
+    use_async: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No stall check: the batches behind the held one must wait for the drop, not run elsewhere.
+    monkeypatch.setattr("rocketq.client.consumer.consume_concurrently.STALLED_LISTENER_RT", 60.0)
     consumer = StandIn()
-    seen: list[int] = []
-    thread_gate = threading.Event()
-    loop_gate = asyncio.Event()
-
-    def sync_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
-        if batch[0].queue_offset == 320:
-            thread_gate.wait(10)
-        seen.append(batch[0].queue_offset)
-        return OK
-
-    async def async_listener(batch: list[MessageExt], ctx: Any) -> ConsumeStatus:
-        if batch[0].queue_offset == 320:
-            await loop_gate.wait()
-        seen.append(batch[0].queue_offset)
-        return OK
-
-    service = ConsumeMessageConcurrentlyService(consumer, async_listener if use_async else sync_listener)
-    service.start()
-    pq = ProcessQueue()
+    gated = Gated(320)
+    service, pq = await warmed_up(consumer, gated.async_listener if use_async else gated.listener)
+    seen = gated.seen
     try:
-        for p in range(40):
-            await pull(service, pq, p * 8)
-            await until(lambda p=p: committed(consumer) == (p + 1) * 8)
         await pull(service, pq, 320)  # one job of 8 batches; the first one stays in the listener
         await until(lambda: bool(pq.in_flight) and next(iter(pq.in_flight.values())).context is not None)
         pq.dropped = True  # a rebalance moved the queue away (no hand-over)
-        thread_gate.set()
-        loop_gate.set()
+        gated.open()
         await until(lambda: not pq.in_flight)
         await asyncio.sleep(0.05)
         assert [o for o in seen if o >= 320] == [320]  # only the batch already in the listener
         assert committed(consumer) == 320  # whose result is dropped, as in RocketMQ
     finally:
-        thread_gate.set()
-        loop_gate.set()
+        gated.open()
         await service.shutdown()
 
 
