@@ -253,6 +253,21 @@ async def get_route(client: RemotingClient, namesrv: str, topic: str) -> TopicRo
     return TopicRouteData.from_json(resp.body_bytes())
 
 
+async def create_routed_topic(namesrv: str, broker: str, topic: str, queues: int, *, order: bool = False,
+                              timeout: float = 10.0) -> None:
+    """Create ``topic`` with ``queues`` read and write queues, then wait until the name server
+    routes all of them (clients started next see the whole topic at once)."""
+    async with RemotingClient() as rc:
+        resp = await create_topic(rc, broker, topic, read=queues, write=queues, order=order)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+        async def routed() -> bool:
+            route = await get_route(rc, namesrv, topic)
+            return route is not None and route.queue_datas[0].read_queue_nums == queues
+
+        await wait_until(routed, timeout=timeout)
+
+
 async def heartbeat(client: RemotingClient, addr: str, client_id: str, *, producer_groups: Sequence[str] = (),
                     consumer_groups: Mapping[str, Sequence[str]] | None = None) -> RemotingCommand:
     """HEART_BEAT with push-consumer data: consumer_groups maps group -> subscribed topics ('*')."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.wire import create_topic, get_route, wait_until
+from tests.wire import create_routed_topic
 
 import rocketq
 from harness import (
@@ -42,7 +42,6 @@ from rocketq.aio import Producer, PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message, SendResult
 from rocketq.codec.message import MessageExt
-from rocketq.remoting import RemotingClient
 
 # Typically 1-3 s each; the mixed group may wait out one ali-ons rebalance period (10 s) when its
 # first allocation ran before the broker listed it.
@@ -55,14 +54,7 @@ TAGS = ("TagA", "TagB")
 
 async def make_topic(cluster: Cluster, queues: int) -> str:
     topic = unique_name("SdkTopic")
-    async with RemotingClient() as rc:
-        assert (await create_topic(rc, cluster.broker, topic, read=queues, write=queues)).code == 0
-
-        async def routed() -> bool:
-            route = await get_route(rc, cluster.namesrv, topic)
-            return route is not None and route.queue_datas[0].read_queue_nums == queues
-
-        await wait_until(routed, timeout=10)
+    await create_routed_topic(cluster.namesrv, cluster.broker, topic, queues)
     return topic
 
 

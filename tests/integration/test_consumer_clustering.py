@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from tests.wire import create_topic, get_route, wait_until
+from tests.wire import create_routed_topic, wait_until
 
 from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import PushConsumer
@@ -41,14 +41,7 @@ cluster = module_cluster("clustering", *SMALL_STORE)
 
 async def make_topic(cluster: Cluster, queues: int = QUEUES) -> str:
     topic = unique_name("CT")
-    async with RemotingClient() as rc:
-        assert (await create_topic(rc, cluster.broker, topic, read=queues, write=queues)).code == 0
-
-        async def routed() -> bool:
-            route = await get_route(rc, cluster.namesrv, topic)
-            return route is not None and route.queue_datas[0].read_queue_nums == queues
-
-        await wait_until(routed, timeout=10)
+    await create_routed_topic(cluster.namesrv, cluster.broker, topic, queues)
     return topic
 
 

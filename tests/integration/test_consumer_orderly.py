@@ -10,14 +10,13 @@ import time
 from typing import Any
 
 import pytest
-from tests.wire import create_topic, get_route, wait_until
+from tests.wire import create_routed_topic, wait_until
 
 from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.message import Message
 from rocketq.client.producer import Producer
-from rocketq.remoting import RemotingClient
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -31,16 +30,7 @@ cluster = module_cluster("orderly", *SMALL_STORE)
 
 async def make_topic(cluster: Cluster) -> str:
     topic = unique_name("OT")
-    async with RemotingClient() as rc:
-        assert (
-            await create_topic(rc, cluster.broker, topic, read=QUEUES, write=QUEUES, order=True)
-        ).code == 0
-
-        async def routed() -> bool:
-            route = await get_route(rc, cluster.namesrv, topic)
-            return route is not None and route.queue_datas[0].read_queue_nums == QUEUES
-
-        await wait_until(routed, timeout=10)
+    await create_routed_topic(cluster.namesrv, cluster.broker, topic, QUEUES, order=True)
     return topic
 
 

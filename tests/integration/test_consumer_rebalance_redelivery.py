@@ -21,14 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.wire import create_topic, get_route, wait_until
+from tests.wire import create_routed_topic, wait_until
 
 from harness import SMALL_STORE, Cluster, module_cluster, small_store, unique_name
 from rocketq.aio import LitePullConsumer, PushConsumer
 from rocketq.client.consumer import ConsumeOrderlyStatus, ConsumeStatus
 from rocketq.client.message import Message
 from rocketq.client.producer import Producer
-from rocketq.remoting import RemotingClient
 
 THREADS = 4  # consumeThreadMax of every member: the in-flight bound per member and move
 QUEUES = 16
@@ -85,14 +84,7 @@ def push_consumer(
 
 async def make_topic(cluster: Cluster, queues: int = QUEUES) -> str:
     topic = unique_name("RD")
-    async with RemotingClient() as rc:
-        assert (await create_topic(rc, cluster.broker, topic, read=queues, write=queues)).code == 0
-
-        async def routed() -> bool:
-            route = await get_route(rc, cluster.namesrv, topic)
-            return route is not None and route.queue_datas[0].read_queue_nums == queues
-
-        await wait_until(routed, timeout=10)
+    await create_routed_topic(cluster.namesrv, cluster.broker, topic, queues)
     return topic
 
 
