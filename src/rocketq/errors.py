@@ -374,6 +374,28 @@ class InvalidArgument(MQClientError):
     """A bad argument to a client call (group name, selector result, subscription expression)."""
 
 
+class FilterExpressionError(SubscriptionParseFailed, InvalidArgument):
+    """A SQL92 filter expression that does not parse, or compares what cannot be compared.
+
+    ``position`` is the 0-based offset in ``expression`` where it goes wrong; ``line`` and
+    ``column`` (1-based) say the same the way RocketMQ's parser does. Raised by ``subscribe()``
+    (so ``except InvalidArgument`` catches it) and answered by the broker with its code.
+    """
+
+    def __init__(self, message: str, *, expression: str, position: int) -> None:
+        before = expression[:position]
+        self.expression = expression
+        self.position = position
+        self.line = before.count("\n") + 1
+        self.column = position - (before.rfind("\n") + 1) + 1
+        super().__init__(f"Invalid MessageSelector: {message} at line {self.line}, column {self.column} "
+                         f"(offset {position}) of {expression!r}")
+
+    @classmethod
+    def at(cls, expression: str, position: int, message: str) -> FilterExpressionError:
+        return cls(message, expression=expression, position=position)
+
+
 class NoNameServer(MQClientError):
     """No name server address configured or found (ClientErrorCode.NO_NAME_SERVER_EXCEPTION)."""
 

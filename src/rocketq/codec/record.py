@@ -76,6 +76,7 @@ __all__ = [
     "body_at",
     "host_bits_struct",
     "numpy_fields",
+    "properties_span",
     "record_length",
     "record_struct",
     "store_timestamp_at",
@@ -200,6 +201,24 @@ def store_timestamp_at(sys_flag: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]
 def store_timestamp_at(sys_flag: int | npt.NDArray[np.int64]) -> int | npt.NDArray[np.int64]:
     """Where STORETIMESTAMP sits (per record for an array of sysflags)."""
     return STORE_TIMESTAMP_AT_V4 + V6_HOST_EXTRA * ((sys_flag & _BORN_V6) != 0)
+
+
+_I4_AT: Final = struct.Struct(">i")
+_I2_AT: Final = struct.Struct(">h")
+
+
+def properties_span(record: bytes | bytearray | memoryview, at: int = 0) -> tuple[int, int]:
+    """(start, end) of the PROPERTIES text of the stored record starting at ``at``: a pull-time
+    filter reads one property without decoding the rest of the record."""
+    sys_flag = _I4_AT.unpack_from(record, at + SYS_FLAG_AT)[0]
+    body = at + body_at(sys_flag)
+    topic_len_at = body + _I4_AT.unpack_from(record, body - 4)[0]
+    if _I4_AT.unpack_from(record, at + MAGIC_AT)[0] == MAGIC_V2:
+        props_len_at = topic_len_at + 2 + _I2_AT.unpack_from(record, topic_len_at)[0]
+    else:
+        props_len_at = topic_len_at + 1 + record[topic_len_at]
+    start = props_len_at + 2
+    return start, start + _I2_AT.unpack_from(record, props_len_at)[0]
 
 
 def record_length(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0) -> int:
