@@ -154,7 +154,7 @@ async def send_batch(client: RemotingClient, addr: str, topic: str,
 async def pull(client: RemotingClient, addr: str, group: str, topic: str, queue_id: int, offset: int, *,
                max_nums: int = 32, subscription: str | None = "*", suspend_ms: int = 0,
                commit_offset: int = 0, sys_flag: int | None = None, code: int = RequestCode.PULL_MESSAGE,
-               timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
+               timeout: float = DEFAULT_TIMEOUT, expression_type: str = "TAG") -> RemotingCommand:
     """PULL_MESSAGE. With `subscription` the header carries it (the pull/lite-pull consumer way)."""
     if sys_flag is None:
         sys_flag = PULL_SUSPEND if suspend_ms else 0
@@ -163,7 +163,7 @@ async def pull(client: RemotingClient, addr: str, group: str, topic: str, queue_
     ext: dict[str, Any] = {
         "consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset,
         "maxMsgNums": max_nums, "sysFlag": sys_flag, "commitOffset": commit_offset,
-        "suspendTimeoutMillis": suspend_ms, "subVersion": 0, "expressionType": "TAG",
+        "suspendTimeoutMillis": suspend_ms, "subVersion": 0, "expressionType": expression_type,
     }
     if subscription is not None:
         ext["subscription"] = subscription
@@ -269,16 +269,19 @@ async def create_routed_topic(namesrv: str, broker: str, topic: str, queues: int
 
 
 async def heartbeat(client: RemotingClient, addr: str, client_id: str, *, producer_groups: Sequence[str] = (),
-                    consumer_groups: Mapping[str, Sequence[str]] | None = None) -> RemotingCommand:
-    """HEART_BEAT with push-consumer data: consumer_groups maps group -> subscribed topics ('*')."""
+                    consumer_groups: Mapping[str, Sequence[str]] | None = None,
+                    sql92: Mapping[str, str] | None = None) -> RemotingCommand:
+    """HEART_BEAT with push-consumer data: consumer_groups maps group -> subscribed topics ('*', or the
+    SQL92 expression `sql92` gives the topic)."""
     consumers = []
+    sql92 = sql92 or {}
     for group, topics in (consumer_groups or {}).items():
         consumers.append({
             "groupName": group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
             "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": False,
-            "subscriptionDataSet": [{"classFilterMode": False, "topic": t, "subString": "*", "tagsSet": [],
-                                     "codeSet": [], "subVersion": int(time.time() * 1000),
-                                     "expressionType": "TAG"} for t in topics],
+            "subscriptionDataSet": [{"classFilterMode": False, "topic": t, "subString": sql92.get(t, "*"),
+                                     "tagsSet": [], "codeSet": [], "subVersion": int(time.time() * 1000),
+                                     "expressionType": "SQL92" if t in sql92 else "TAG"} for t in topics],
         })
     body = orjson.dumps({"clientID": client_id,
                          "producerDataSet": [{"groupName": g} for g in producer_groups],

@@ -60,7 +60,9 @@ class BrokerConfig:
     channel_expired_timeout: int = runtime_updatable(120_000)
     trace_on: bool = runtime_updatable(True)
     region_id: str = runtime_updatable("DefaultRegion")
-    enable_property_filter: bool = not_honoured(False, why="SQL92 filters are always refused")
+    # SQL92 subscriptions (docs/filters.md): evaluated on message properties at pull time when on.
+    enable_property_filter: bool = runtime_updatable(False)
+    filter_support_retry: bool = runtime_updatable(False)
     store_reply_message_enable: bool = not_honoured(True, why="reply messages are always stored")
     transaction_time_out: int = not_honoured(6_000, why=_NO_TRANSACTIONS)
     transaction_check_max: int = not_honoured(15, why=_NO_TRANSACTIONS)

@@ -1,9 +1,13 @@
-"""Tag subscriptions as the broker filters them (RocketMQ FilterAPI + ExpressionMessageFilter).
+"""Subscriptions as the broker filters them (RocketMQ FilterAPI, ConsumerFilterManager, MessageFilter).
 
-A subscription string is `*` (everything) or tags joined by `||`. The broker filters on the consume queue's
-tagsCode, which is Java `String.hashCode()` of the message's TAGS, so a subscription becomes a set of hash
-codes; the client re-checks the tag strings because two tags can share a hash. SQL92 needs the property
-filter, which this broker does not have yet: such a subscription fails to parse with a clear remark.
+A TAG subscription string is `*` (everything) or tags joined by `||`. The broker filters on the consume
+queue's tagsCode, which is Java `String.hashCode()` of the message's TAGS, so a subscription becomes a set of
+hash codes; the client re-checks the tag strings because two tags can share a hash.
+
+A SQL92 subscription carries its compiled expression (`rocketq.filter`), evaluated on each stored record's
+properties at pull time when the broker runs with enablePropertyFilter=true; the client does not re-check.
+One from a heartbeat whose expression does not compile is kept without one (Java's ConsumerFilterManager
+does not register it), and pulls against it answer FILTER_DATA_NOT_EXIST.
 """
 
 from __future__ import annotations
@@ -13,23 +17,34 @@ from functools import lru_cache
 
 from rocketq.codec.message import java_string_hash
 from rocketq.errors import SubscriptionParseFailed
+from rocketq.filter import EXPRESSION_SQL92, EXPRESSION_TAG, FilterExpression, compile_sql92, is_tag_type
+
+__all__ = [
+    "EXPRESSION_SQL92", "EXPRESSION_TAG", "SUB_ALL", "Subscription", "build_subscription", "check_expression",
+    "compile_expression", "is_tag_type", "not_supported", "subscription_from_heartbeat",
+]
 
 SUB_ALL = "*"
-EXPRESSION_TAG = "TAG"
-EXPRESSION_SQL92 = "SQL92"
-
-SQL92_NOT_SUPPORTED = "The broker does not support consumer to filter message by SQL92"
 
 
-def is_tag_type(expression_type: str | None) -> bool:
-    return not expression_type or expression_type == EXPRESSION_TAG
+def not_supported(expression_type: str | None) -> str:
+    """The remark of a pull or CHECK_CLIENT_CONFIG refused because enablePropertyFilter is off."""
+    return f"The broker does not support consumer to filter message by {expression_type}"
+
+
+def compile_expression(expression_type: str | None, expression: str | None) -> FilterExpression:
+    """FilterFactory.get(type).compile(expr), parsing as leniently as Java's SelectorParser."""
+    if expression_type != EXPRESSION_SQL92:
+        raise SubscriptionParseFailed(f"unknown expression type [{expression_type}]")
+    return compile_sql92(expression or "", strict=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """One consumer subscription to one topic, ready to filter consume-queue entries.
 
-    `codes` is None for `*` (and for class-filter mode): every entry matches.
+    `codes` is None for `*` (and for class-filter mode): every entry matches. `expression` is the compiled
+    SQL92 selector of a SQL92 subscription (None if it did not compile).
     """
 
     topic: str
@@ -39,6 +54,7 @@ class Subscription:
     sub_version: int = 0
     expression_type: str = EXPRESSION_TAG
     class_filter_mode: bool = False
+    expression: FilterExpression | None = None
 
     def is_matched(self, tags_code: int | None) -> bool:
         """ExpressionMessageFilter.isMatchedByConsumeQueue for tag subscriptions."""
@@ -71,10 +87,14 @@ def build_subscription(topic: str, sub_string: str | None, expression_type: str 
     Cached: a pull/lite-pull consumer sends the same expression with every request.
     """
     if not is_tag_type(expression_type):
-        if expression_type == EXPRESSION_SQL92:
-            raise SubscriptionParseFailed(SQL92_NOT_SUPPORTED)
-        raise SubscriptionParseFailed(f"parse the consumer's subscription failed: unknown expression type "
-                                      f"[{expression_type}]")
+        if not sub_string:
+            raise SubscriptionParseFailed(f"Expression can't be null! {expression_type}")
+        try:
+            expression = compile_expression(expression_type, sub_string)
+        except SubscriptionParseFailed as exc:
+            raise SubscriptionParseFailed(f"parse the consumer's subscription failed: {exc.remark}") from None
+        return Subscription(topic=topic, sub_string=sub_string, tags=(), codes=None, sub_version=sub_version,
+                            expression_type=expression_type or EXPRESSION_SQL92, expression=expression)
     tags = parse_tags(sub_string)
     return Subscription(
         topic=topic,
@@ -92,13 +112,17 @@ def subscription_from_heartbeat(topic: str, sub_string: str | None, tags_set: li
     """A Subscription from a heartbeat's SubscriptionData.
 
     The codes are recomputed from the tags rather than trusted from the client's codeSet, so they always
-    agree with the tagsCode the store computed. A SQL92 subscription is kept (with no codes) so that the
-    group still shows it; pulls against it are refused.
+    agree with the tagsCode the store computed. A SQL92 subscription is compiled here, once per heartbeat
+    that changes it (the compile is cached); one that does not compile is kept without an expression.
     """
     if not is_tag_type(expression_type):
+        try:
+            expression: FilterExpression | None = compile_expression(expression_type, sub_string)
+        except SubscriptionParseFailed:
+            expression = None
         return Subscription(topic=topic, sub_string=sub_string or "", tags=(), codes=None,
                             sub_version=sub_version, expression_type=expression_type or EXPRESSION_TAG,
-                            class_filter_mode=class_filter_mode)
+                            class_filter_mode=class_filter_mode, expression=expression)
     if class_filter_mode:
         tags: tuple[str, ...] = ()
     elif tags_set:
@@ -120,10 +144,9 @@ def subscription_from_heartbeat(topic: str, sub_string: str | None, tags_set: li
 
 
 def check_expression(expression_type: str | None, expression: str | None) -> None:
-    """CHECK_CLIENT_CONFIG: accept any well-formed TAG expression; refuse SQL92 (no property filter)."""
-    if is_tag_type(expression_type):
-        parse_tags(expression)
-        return
-    if expression_type == EXPRESSION_SQL92:
-        raise SubscriptionParseFailed(SQL92_NOT_SUPPORTED)
-    raise SubscriptionParseFailed(f"unknown expression type [{expression_type}]")
+    """CHECK_CLIENT_CONFIG with the property filter on: a SQL92 expression must compile.
+
+    Raises SubscriptionParseFailed (a FilterExpressionError says where). TAG expressions are not
+    checked, as in Java."""
+    if not is_tag_type(expression_type):
+        compile_expression(expression_type, expression)

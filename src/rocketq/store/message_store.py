@@ -288,8 +288,11 @@ class MessageStore:
         max_msg_nums: int,
         tag_codes: frozenset[int] | None = None,
         max_total_bytes: int | None = None,
+        record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetMessageResult:
-        """Read up to `max_msg_nums` messages of a queue from `offset` (PULL semantics)."""
+        """Read up to `max_msg_nums` messages of a queue from `offset` (PULL semantics).
+
+        `record_filter` decides on each stored record that passed `tag_codes` (a SQL92 filter)."""
         self.get_message_times_total += 1
         cq = self.consume_queues.get((topic, queue_id))
         if cq is None:
@@ -299,7 +302,7 @@ class MessageStore:
         byte_cap = cfg.max_transfer_bytes_on_message_in_memory
         if max_total_bytes is not None:
             byte_cap = min(byte_cap, max_total_bytes)
-        r = read_queue(cq, self.commit_log, offset, max_count, byte_cap, tag_codes)
+        r = read_queue(cq, self.commit_log, offset, max_count, byte_cap, tag_codes, record_filter)
         self.get_message_transferred_total += r.message_count
         return r
 

@@ -3,6 +3,8 @@ from the commit log, and the binary search by store time."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from rocketq.store.commitlog import CommitLog
@@ -20,11 +22,14 @@ def read_queue(
     max_count: int,
     byte_cap: int,
     tag_codes: frozenset[int] | None,
+    record_filter: Callable[[memoryview], bool] | None = None,
 ) -> GetMessageResult:
     """Up to `max_count` messages (and `byte_cap` bytes, at least one message) from `offset`.
 
     Statuses and next offsets follow PROTOCOL.md §2.2. Adjacent records are returned as one
     memoryview of the mapped segment, so a pull answer is a few slices, never a copy.
+    `record_filter` (MessageFilter.isMatchedByCommitLog) sees each record that passed the tag
+    codes, in queue order, until `max_count` of them matched.
     """
     min_off, max_off = cq.min_offset, cq.max_offset
     if max_off == 0:
@@ -48,6 +53,8 @@ def read_queue(
         sel = alive & np.isin(tags, np.fromiter(tag_codes, dtype=np.int64, count=len(tag_codes)))
     idx = np.flatnonzero(sel)
     full = False
+    if record_filter is not None and len(idx):
+        idx, full = _filter_records(cl, phys, sizes, idx, max_count, record_filter)
     if len(idx) >= max_count:
         idx = idx[:max_count]
         full = True
@@ -78,6 +85,20 @@ def read_queue(
         return GetMessageResult(_GS.MESSAGE_WAS_REMOVING, offset + scanned, min_off, max_off)
     return GetMessageResult(_GS.FOUND, offset + scanned, min_off, max_off, buffers, len(idx), total,
                             idx + offset)
+
+
+def _filter_records(cl: CommitLog, phys: np.ndarray, sizes: np.ndarray, idx: np.ndarray, max_count: int,
+                    record_filter: Callable[[memoryview], bool]) -> tuple[np.ndarray, bool]:
+    """The candidates whose record passes the filter, stopping at `max_count` matches (then full)."""
+    kept: list[int] = []
+    read = cl.read
+    for i, p, s in zip(idx.tolist(), phys[idx].tolist(), sizes[idx].tolist(), strict=True):
+        v = read(p, s)
+        if v is not None and record_filter(v):
+            kept.append(i)
+            if len(kept) >= max_count:
+                return np.asarray(kept, dtype=np.int64), True
+    return np.asarray(kept, dtype=np.int64), False
 
 
 def offset_by_time(cq: ConsumeQueue, cl: CommitLog, timestamp: int, upper: bool) -> int:

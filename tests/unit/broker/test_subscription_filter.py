@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from rocketq.broker.filter import (
-    SQL92_NOT_SUPPORTED,
     build_subscription,
     check_expression,
     parse_tags,
@@ -43,17 +42,35 @@ def test_split_error(bad: str) -> None:
         parse_tags(bad)
 
 
-def test_sql92_is_refused_with_clear_remark() -> None:
+def test_sql92_subscription_carries_its_compiled_expression() -> None:
+    sub = build_subscription("t", "a > 5", "SQL92")
+    assert sub.expression is not None and sub.codes is None
+    assert sub.expression.matches_properties({"a": "6"})
+    # the broker parses as leniently as Java: trailing input is ignored
+    assert build_subscription("t", "a > 5 junk", "SQL92").expression is not None
+
+
+def test_sql92_parse_failures() -> None:
     with pytest.raises(SubscriptionParseFailed) as exc:
-        build_subscription("t", "a > 5", "SQL92")
-    assert exc.value.remark == SQL92_NOT_SUPPORTED
+        build_subscription("t", "a >", "SQL92")
     assert exc.value.code == 23
-    with pytest.raises(SubscriptionParseFailed):
-        check_expression("SQL92", "a > 5")
+    assert "parse the consumer's subscription failed" in exc.value.remark
+    with pytest.raises(SubscriptionParseFailed, match="can't be null"):
+        build_subscription("t", "", "SQL92")
+    with pytest.raises(SubscriptionParseFailed, match="column 4"):
+        check_expression("SQL92", "a >")
     with pytest.raises(SubscriptionParseFailed):
         check_expression("XPATH", "a")
-    check_expression("TAG", "a || b")
+    check_expression("SQL92", "a > 5")
+    check_expression("TAG", "||")  # Java does not check TAG expressions here
     check_expression(None, "*")
+
+
+def test_heartbeat_sql92_that_does_not_compile_is_kept_without_expression() -> None:
+    good = subscription_from_heartbeat("t", "a IS NULL", [], "SQL92", 3)
+    assert good.expression is not None and good.expression_type == "SQL92"
+    bad = subscription_from_heartbeat("t", "a = = 1", [], "SQL92", 3)
+    assert bad.expression is None and bad.expression_type == "SQL92"
 
 
 def test_non_ascii_tag() -> None:

@@ -520,6 +520,38 @@ async def test_flush_disk_type_cannot_switch_at_runtime(tmp_path: Path) -> None:
         assert broker.store_config.flush_disk_type == "ASYNC_FLUSH" and not broker.store.config.sync_flush
 
 
+@case("enablePropertyFilter")
+async def _enable_property_filter(c: Ctx) -> None:
+    for a in ("1", "2", "3"):
+        await c.send("CfgSql", extra_properties={"a": a})
+    r = await pull(c.client, c.addr, "CfgSqlG", "CfgSql", 0, 0, subscription="a >= 2",
+                   expression_type="SQL92")
+    assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR,
+                                  "The broker does not support consumer to filter message by SQL92")
+    await c.update("enablePropertyFilter", "true")
+    r = await pull(c.client, c.addr, "CfgSqlG", "CfgSql", 0, 0, subscription="a >= 2",
+                   expression_type="SQL92")
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    assert [m.properties["a"] for m in decode_pull(r)] == ["2", "3"]
+
+
+@case("filterSupportRetry", broker={"enable_property_filter": True})
+async def _filter_support_retry(c: Ctx) -> None:
+    # a retried message keeps its properties; the group's SQL92 expression for its first topic decides
+    assert (await heartbeat(c.client, c.addr, "cfg-client", consumer_groups={"CfgRG": ["CfgRT"]},
+                            sql92={"CfgRT": "a = 2"})).code == ResponseCode.SUCCESS
+    for a in ("1", "2"):
+        await c.send("%RETRY%CfgRG", extra_properties={"a": a, "RETRY_TOPIC": "CfgRT"})
+
+    async def retried() -> list[str]:
+        r = await pull(c.client, c.addr, "CfgRG", "%RETRY%CfgRG", 0, 0)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        return [m.properties["a"] for m in decode_pull(r)]
+    assert await retried() == ["1", "2"]
+    await c.update("filterSupportRetry", "true")
+    assert await retried() == ["2"]
+
+
 # -- the cases, run (after every case above has registered) -------------------------------------
 
 

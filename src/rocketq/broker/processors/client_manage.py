@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rocketq.broker.client_manager import ClientChannelInfo
-from rocketq.broker.filter import Subscription, check_expression, subscription_from_heartbeat
+from rocketq.broker.filter import (
+    Subscription,
+    check_expression,
+    is_tag_type,
+    not_supported,
+    subscription_from_heartbeat,
+)
 from rocketq.codec.bodies import HeartbeatData, SubscriptionData
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import UnregisterClientRequestHeader
@@ -87,7 +93,10 @@ class ClientManageProcessor:
         return request.make_response(ResponseCode.SUCCESS)
 
     def check_client_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
-        """CheckClientRequestBody {"clientId","group","subscriptionData"}; only SQL92 clients send it."""
+        """CheckClientRequestBody {"clientId","group","subscriptionData"}; only SQL92 clients send it.
+
+        TAG subscriptions pass unchecked; anything else needs enablePropertyFilter (else SYSTEM_ERROR, with
+        RocketMQ's text) and an expression that compiles (else SUBSCRIPTION_PARSE_FAILED saying where)."""
         body = request.body_bytes()
         if not body:
             return request.make_response(ResponseCode.SUCCESS)
@@ -97,8 +106,10 @@ class ClientManageProcessor:
             sub = SubscriptionData.from_obj(sub_doc) if sub_doc is not None else None
         except (orjson.JSONDecodeError, ProtocolError) as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad check client config body: {exc}")
-        if sub is None:
+        if sub is None or is_tag_type(sub.expression_type):
             return request.make_response(ResponseCode.SUCCESS)
+        if not self._ctl.broker_config.enable_property_filter:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, not_supported(sub.expression_type))
         try:
             check_expression(sub.expression_type, sub.sub_string)
         except SubscriptionParseFailed as exc:

@@ -12,8 +12,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from rocketq.broker.client_manager import BROADCASTING
-from rocketq.broker.filter import SQL92_NOT_SUPPORTED, Subscription, build_subscription, is_tag_type
+from rocketq.broker.filter import Subscription, build_subscription, is_tag_type, not_supported
 from rocketq.broker.long_polling import PullRequest
+from rocketq.broker.message_filter import record_filter_for
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import PullMessageRequestHeader
 from rocketq.errors import SubscriptionParseFailed
@@ -134,6 +135,8 @@ class PullMessageProcessor:
         sys_flag = h.sys_flag
         subscription: Subscription | None
         if sys_flag & FLAG_SUBSCRIPTION:
+            if not is_tag_type(h.expression_type) and h.subscription and not bc.enable_property_filter:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, not_supported(h.expression_type))
             try:
                 subscription = build_subscription(topic, h.subscription, h.expression_type, h.sub_version)
             except SubscriptionParseFailed as exc:
@@ -159,7 +162,13 @@ class PullMessageProcessor:
                 return request.make_response(ResponseCode.SUBSCRIPTION_NOT_LATEST,
                                              "the consumer's subscription not latest")
             if not is_tag_type(subscription.expression_type):
-                return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, SQL92_NOT_SUPPORTED)
+                if subscription.expression is None:
+                    return request.make_response(
+                        ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!")
+                if not bc.enable_property_filter:
+                    return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                                 not_supported(subscription.expression_type))
 
         if broker_allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and bc.broker_id == MASTER_ID:
             ctl.offset_manager.commit_offset(channel_address(channel), group, topic, queue_id,
@@ -184,7 +193,8 @@ class PullMessageProcessor:
         if max_bytes is not None and max_bytes <= 0:
             max_bytes = None
         result = store.get_message(topic, queue_id, offset, max_nums,
-                                   None if subscription is None else subscription.codes, max_bytes)
+                                   None if subscription is None else subscription.codes, max_bytes,
+                                   record_filter_for(ctl, group, topic, subscription))
 
         status = result.status
         entry = self._status_table.get(status)
