@@ -11,12 +11,13 @@ original topic has no SQL92 subscription in the group passes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rocketq.broker.filter import Subscription, is_tag_type
 from rocketq.codec.properties import MessageConst, get_property_bytes, needle
 from rocketq.codec.record import properties_span
+from rocketq.store.reader import RecordFilter
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 _RETRY_TOPIC_KEY = needle(MessageConst.PROPERTY_RETRY_TOPIC).encode()
 
-RecordFilter = Callable[[memoryview], bool]
 
 
 def record_filter_for(ctl: BrokerController, group: str, topic: str,
@@ -36,7 +36,7 @@ def record_filter_for(ctl: BrokerController, group: str, topic: str,
         return _retry_filter(ctl, topic[len(RETRY_GROUP_TOPIC_PREFIX):])
     if is_tag_type(subscription.expression_type) or subscription.expression is None:
         return None
-    return subscription.expression.matches_record
+    return subscription.expression.select_records
 
 
 def _retry_filter(ctl: BrokerController, group: str) -> RecordFilter | None:
@@ -47,11 +47,18 @@ def _retry_filter(ctl: BrokerController, group: str) -> RecordFilter | None:
     if not any(s.expression is not None for s in table.values()):
         return None  # no SQL92 subscription in the group: nothing to decide per record
 
-    def retry_matches(record: memoryview) -> bool:
-        p0, p1 = properties_span(record)
-        real = get_property_bytes(bytes(record[p0:p1]), _RETRY_TOPIC_KEY)
+    def matches(buf: memoryview, at: int) -> bool:
+        p0, p1 = properties_span(buf, at)
+        real = get_property_bytes(bytes(buf[p0:p1]), _RETRY_TOPIC_KEY)
         sub = table.get(real.decode("utf-8", "replace")) if real is not None else None
-        if sub is None or sub.expression is None:
-            return True
-        return sub.expression.matches_record(record)
-    return retry_matches
+        return sub is None or sub.expression is None or sub.expression.matches_record(buf, at)
+
+    def select_retried(buf: memoryview, offsets: Sequence[int], limit: int) -> list[int]:
+        out: list[int] = []
+        for j, at in enumerate(offsets):
+            if matches(buf, at):
+                out.append(j)
+                if len(out) >= limit:
+                    break
+        return out
+    return select_retried

@@ -38,6 +38,7 @@ A SEND_BATCH_MESSAGE body (§3.4) holds its messages in a cut-down form of the s
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final, overload
 
@@ -77,6 +78,7 @@ __all__ = [
     "host_bits_struct",
     "numpy_fields",
     "properties_span",
+    "properties_spans",
     "record_length",
     "record_struct",
     "store_timestamp_at",
@@ -205,20 +207,38 @@ def store_timestamp_at(sys_flag: int | npt.NDArray[np.int64]) -> int | npt.NDArr
 
 _I4_AT: Final = struct.Struct(">i")
 _I2_AT: Final = struct.Struct(">h")
+# MAGICCODE, SYSFLAG and, when both hosts are IPv4, BODYLENGTH: one unpack for the usual record.
+_MAGIC_FLAG_BODY_LEN: Final = struct.Struct(
+    f">{MAGIC_AT}xi{SYS_FLAG_AT - MAGIC_AT - 4}xi{BODY_AT_V4 - 4 - SYS_FLAG_AT - 4}xi")
 
 
 def properties_span(record: bytes | bytearray | memoryview, at: int = 0) -> tuple[int, int]:
     """(start, end) of the PROPERTIES text of the stored record starting at ``at``: a pull-time
     filter reads one property without decoding the rest of the record."""
-    sys_flag = _I4_AT.unpack_from(record, at + SYS_FLAG_AT)[0]
-    body = at + body_at(sys_flag)
-    topic_len_at = body + _I4_AT.unpack_from(record, body - 4)[0]
-    if _I4_AT.unpack_from(record, at + MAGIC_AT)[0] == MAGIC_V2:
-        props_len_at = topic_len_at + 2 + _I2_AT.unpack_from(record, topic_len_at)[0]
-    else:
-        props_len_at = topic_len_at + 1 + record[topic_len_at]
-    start = props_len_at + 2
-    return start, start + _I2_AT.unpack_from(record, props_len_at)[0]
+    return properties_spans(record, (at,))[0]
+
+
+def properties_spans(data: bytes | bytearray | memoryview, offsets: Iterable[int]) -> list[tuple[int, int]]:
+    """`properties_span` of each record starting at ``offsets`` in ``data`` (one call per batch)."""
+    out = []
+    head = _MAGIC_FLAG_BODY_LEN.unpack_from
+    i4 = _I4_AT.unpack_from
+    i2 = _I2_AT.unpack_from
+    for at in offsets:
+        magic, sys_flag, body_len = head(data, at)
+        if sys_flag & (_BORN_V6 | _STORE_V6):
+            body = at + body_at(sys_flag)
+            body_len = i4(data, body - 4)[0]
+        else:
+            body = at + BODY_AT_V4
+        topic_len_at = body + body_len
+        if magic == MAGIC_V2:
+            props_len_at = topic_len_at + 2 + i2(data, topic_len_at)[0]
+        else:
+            props_len_at = topic_len_at + 1 + data[topic_len_at]
+        start = props_len_at + 2
+        out.append((start, start + i2(data, props_len_at)[0]))
+    return out
 
 
 def record_length(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0) -> int:

@@ -11,13 +11,12 @@ expression fails there, with its position (``FilterExpressionError``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Final
 
 from rocketq.codec.properties import needle, value_span
-from rocketq.codec.record import properties_span
+from rocketq.codec.record import properties_spans
 from rocketq.errors import FilterExpressionError
 from rocketq.filter.ast import In, Node, Prop
 from rocketq.filter.evaluate import Evaluator, Getter, compile_node, required_properties
@@ -36,6 +35,8 @@ __all__ = [
 
 EXPRESSION_TAG: Final = "TAG"
 EXPRESSION_SQL92: Final = "SQL92"
+_MAX_COPY: Final = 1 << 20  # a batch of records spread wider than this is searched in place
+_CACHE_SIZE: Final = 4096  # results remembered per expression (by the values of the names it reads)
 
 
 def is_tag_type(expression_type: str | None) -> bool:
@@ -43,17 +44,34 @@ def is_tag_type(expression_type: str | None) -> bool:
     return not expression_type or expression_type == EXPRESSION_TAG
 
 
-@dataclass(frozen=True, slots=True)
 class FilterExpression:
     """A compiled SQL92 selector. ``names`` are the properties it reads; ``required`` those that
-    must all be set for it to match (messages lacking one are refused without evaluating)."""
+    must all be set for it to match.
 
-    expression: str
-    tree: Node = field(repr=False)
-    names: frozenset[str]
-    required: tuple[bytes, ...] = field(repr=False)
-    _fn: Evaluator = field(repr=False, compare=False)
-    _needles: dict[str, bytes] = field(repr=False, compare=False)
+    Matching a stored record costs one regular-expression scan of its properties for the names
+    the expression reads (nothing else is decoded), then a look-up: the result is remembered per
+    tuple of those values (bounded), because a filter sees the same few values again and again
+    (a region, a tag, an amount), while evaluating means parsing numbers the way Java does. A
+    record lacking a required name is refused before any of that: the pre-filter.
+    """
+
+    __slots__ = ("_cache", "_fn", "_keys", "_lookups", "expression", "names", "required", "tree")
+
+    def __init__(self, expression: str, tree: Node) -> None:
+        self.expression = expression
+        self.tree = tree
+        self.names = _all_names(tree)
+        self.required = required_properties(tree)
+        self._fn: Evaluator = compile_node(tree)
+        self._keys = tuple(sorted(self.names))
+        # "\x02name\x01" found in "\x02" + properties starts an entry of that name, wherever it is;
+        # a required name that is absent ends the match at once (the pre-filter).
+        self._lookups = tuple((b"\x02" + needle(n).encode(), needle(n).encode(), n in self.required)
+                              for n in self._keys)
+        self._cache: dict[tuple[bytes | None, ...], bool] = {}
+
+    def __repr__(self) -> str:
+        return f"FilterExpression({self.expression!r})"
 
     def evaluate(self, get: Getter) -> object:
         """The root's Java value (True / False / None); raises ``ValueError`` where Java throws."""
@@ -70,21 +88,77 @@ class FilterExpression:
         return self.matches((properties or {}).get)
 
     def matches_record(self, record: bytes | bytearray | memoryview, at: int = 0) -> bool:
-        """Match a stored message record by its properties, never decoding the whole record."""
-        p0, p1 = properties_span(record, at)
-        props = bytes(record[p0:p1])
-        for key in self.required:
-            if key not in props:
-                return False
-        needles = self._needles
+        """Match the stored message record at ``record[at:]`` by its properties."""
+        return bool(self.select_records(record, (at,), 1))
 
-        def get(name: str) -> str | None:
-            key = needles.get(name)
-            if key is None:
-                key = needle(name).encode()
-            span = value_span(props, key)
-            return None if span is None else props[span[0]:span[1]].decode("utf-8", "replace")
-        return self.matches(get)
+    def select_records(self, buf: bytes | bytearray | memoryview, offsets: Sequence[int],
+                       limit: int) -> list[int]:
+        """Which of the stored records at ``offsets`` in ``buf`` match: their positions in
+        ``offsets``, in order, at most ``limit``. Only the properties the expression names are read.
+
+        A view of a mapped segment is copied once into bytes (cheaper than slicing the view per
+        record), or record by record when the batch is spread wide."""
+        if isinstance(buf, bytes):
+            return self._select(buf, offsets, limit)
+        if len(buf) <= _MAX_COPY:
+            return self._select(bytes(buf), offsets, limit)
+        out: list[int] = []
+        for j, at in enumerate(offsets):
+            size = int.from_bytes(buf[at:at + 4], "big")
+            if self._select(bytes(buf[at:at + size]), (0,), 1):
+                out.append(j)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def _select(self, data: bytes, offsets: Sequence[int], limit: int) -> list[int]:
+        """The hot loop of a filtered pull: one call per batch of records, kept inline."""
+        out: list[int] = []
+        lookups = self._lookups
+        cache = self._cache
+        for j, (p0, p1) in enumerate(properties_spans(data, offsets)):
+            values: list[bytes | None] = []
+            for key, first, required in lookups:
+                # the last entry of the name: "\x02name\x01" inside, or "name\x01" opening the text
+                i = data.rfind(key, p0, p1)
+                if i < 0:
+                    if not data.startswith(first, p0, p1):
+                        if required:
+                            break
+                        values.append(None)
+                        continue
+                    i = p0 - 1
+                v0 = i + len(key)
+                v1 = data.find(b"\x02", v0, p1)
+                if v1 < 0:
+                    v1 = p1
+                values.append(data[v0:v1] if v1 > v0 else _earlier_value(data, first, p0, i))
+            else:
+                key_values = tuple(values)
+                hit = cache.get(key_values)
+                if hit is None:
+                    hit = self._evaluate_values(key_values)
+                if hit:
+                    out.append(j)
+                    if len(out) >= limit:
+                        break
+        return out
+
+    def _evaluate_values(self, values: tuple[bytes | None, ...]) -> bool:
+        decoded = {k: v.decode("utf-8", "replace") for k, v in zip(self._keys, values, strict=True)
+                   if v is not None}
+        hit = self.matches(decoded.get)
+        cache = self._cache
+        if len(cache) >= _CACHE_SIZE:
+            cache.clear()
+        cache[values] = hit
+        return hit
+
+
+def _earlier_value(data: bytes, first: bytes, p0: int, end: int) -> bytes | None:
+    """The last entry of the name has an empty value, which does not count: an earlier one may."""
+    span = value_span(data, first, p0, end)
+    return None if span is None else data[span[0]:span[1]]
 
 
 @lru_cache(maxsize=1024)
@@ -94,12 +168,7 @@ def compile_sql92(expression: str, *, strict: bool = True) -> FilterExpression:
     ``strict=False`` accepts what Java's parser accepts, trailing input ignored (the broker)."""
     if expression is None or not expression.strip():
         raise FilterExpressionError.at(expression or "", 0, "Expression can't be null!")
-    tree = parse(expression, strict=strict)
-    names = _all_names(tree)
-    needles = {n: needle(n).encode() for n in names}
-    # A cheap substring test first: the name followed by \x01 must appear somewhere.
-    required = tuple(needles[n] for n in sorted(required_properties(tree)))
-    return FilterExpression(expression, tree, names, required, compile_node(tree), needles)
+    return FilterExpression(expression, parse(expression, strict=strict))
 
 
 def _all_names(node: Node) -> frozenset[str]:

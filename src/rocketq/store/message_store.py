@@ -33,7 +33,7 @@ from rocketq.store.model import (
     SingleEntry,
 )
 from rocketq.store.put import Placed, PutService, now_ms
-from rocketq.store.reader import offset_by_time, read_queue
+from rocketq.store.reader import RecordFilter, offset_by_time, read_queue
 from rocketq.store.recovery import Recovery, RecoveryReport
 from rocketq.store.services import ServiceTask, build_services
 
@@ -288,7 +288,7 @@ class MessageStore:
         max_msg_nums: int,
         tag_codes: frozenset[int] | None = None,
         max_total_bytes: int | None = None,
-        record_filter: Callable[[memoryview], bool] | None = None,
+        record_filter: RecordFilter | None = None,
     ) -> GetMessageResult:
         """Read up to `max_msg_nums` messages of a queue from `offset` (PULL semantics).
 
