@@ -37,6 +37,7 @@ COMMON: Final[dict[str, str]] = {
     "ConsumeConcurrentlyContext": _CONSUMER,
     "ConsumeOrderlyContext": _CONSUMER,
     "MessageModel": _CONSUMER,
+    "MessageSelector": _CONSUMER,
     "ConsumeFromWhere": _CONSUMER,
     "PushConsumerConfig": _CONSUMER,
     "LitePullConsumerConfig": _CONSUMER,

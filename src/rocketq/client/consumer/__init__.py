@@ -5,6 +5,7 @@ The consumer classes themselves are imported from their modules (``rocketq`` and
 re-export them); this package namespace only carries the light-weight values.
 """
 
+from rocketq.client.consumer.subscription import MessageSelector
 from rocketq.client.consumer.types import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
@@ -55,6 +56,7 @@ __all__ = [
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
     "MessageModel",
+    "MessageSelector",
     "OffsetStore",
     "PushConsumerConfig",
     "ReadOffsetType",

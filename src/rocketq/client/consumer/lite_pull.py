@@ -27,7 +27,12 @@ from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.consumer.assigned_queue import AssignedQueue, PolledBatch, settle
 from rocketq.client.consumer.inner import ConsumerInner
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.subscription import build_subscription, check_subscribe_topic, reset_retry_topic
+from rocketq.client.consumer.subscription import (
+    MessageSelector,
+    build_subscription,
+    check_subscribe_topic,
+    reset_retry_topic,
+)
 from rocketq.client.consumer.types import LitePullConsumerConfig
 from rocketq.client.message import PullStatus
 from rocketq.client.offset_store import ReadOffsetType
@@ -85,8 +90,9 @@ class LitePullConsumer(ConsumerInner):
 
     # -- what to read ------------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, sub_expression: str | None = "*") -> None:
-        """Share ``topic``'s queues with the group (rebalanced like a push consumer)."""
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector | None = "*") -> None:
+        """Share ``topic``'s queues with the group (rebalanced like a push consumer); a tag
+        expression or a ``MessageSelector`` says which messages (see ``PushConsumer.subscribe``)."""
         if self.subscription_type is SubscriptionType.ASSIGN:
             raise InvalidArgument("Subscribe and assign are mutually exclusive.")
         check_subscribe_topic(topic)

@@ -30,7 +30,12 @@ from rocketq.client.consumer.pull_service import PullMessageService, PullRequest
 from rocketq.client.consumer.running_info import consumer_running_info
 from rocketq.client.consumer.send_back import MessageBackSender
 from rocketq.client.consumer.stats import ConsumeRuntimeStats
-from rocketq.client.consumer.subscription import build_subscription, check_subscribe_topic, reset_retry_topic
+from rocketq.client.consumer.subscription import (
+    MessageSelector,
+    build_subscription,
+    check_subscribe_topic,
+    reset_retry_topic,
+)
 from rocketq.client.consumer.types import ConsumeMessageHook, PushConsumerConfig
 from rocketq.client.message import PullStatus
 from rocketq.client.rebalance.allocate import allocate_strategy
@@ -104,10 +109,12 @@ class PushConsumer(ConsumerInner):
     def process_queue_table(self) -> dict[MessageQueue, ProcessQueue]:
         return self.rebalance_impl.process_queue_table
 
-    def subscribe(self, topic: str, sub_expression: str | None = "*") -> None:
-        """Consume ``topic`` messages whose tag matches ``"A || B"`` (or ``"*"`` for all).
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector | None = "*") -> None:
+        """Consume ``topic`` messages whose tag matches ``"A || B"`` (or ``"*"`` for all), or that a
+        ``MessageSelector`` selects (``by_sql``: by properties, filtered by the broker).
 
-        ``InvalidArgument`` / ``InvalidMessage`` for a bad topic name or tag expression.
+        ``InvalidArgument`` / ``InvalidMessage`` for a bad topic name or expression
+        (``FilterExpressionError``, with the position, for SQL92).
         """
         check_subscribe_topic(topic)
         wire = self.config.with_namespace(topic)

@@ -1,9 +1,12 @@
 """Subscriptions and consumer options: what push and lite-pull consumers share besides rebalancing.
 
-``build_subscription`` is RocketMQ's FilterAPI.buildSubscriptionData for TAG expressions (the only
-kind a rocketq broker filters by): ``"*"`` or ``"A || B"``; tags become the tag set and their Java
-hash codes the code set the broker filters with. A malformed expression is refused at the call
-site, before anything is sent.
+``build_subscription`` is RocketMQ's FilterAPI.build: a TAG expression (a plain string, or
+``MessageSelector.by_tag``) is ``"*"`` or ``"A || B"``, whose tags become the tag set and their
+Java hash codes the code set the broker filters with; a SQL92 one (``MessageSelector.by_sql``) is
+sent as it is, with expressionType SQL92, and the broker evaluates it on message properties (it
+needs enablePropertyFilter=true). The client does not filter SQL92 results again, as Java's does
+not. A malformed expression of either kind is refused at the call site, before anything is sent:
+SQL92 with ``FilterExpressionError`` (an ``InvalidArgument``) saying where.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rocketq.client.config import ClientConfig
@@ -19,10 +23,33 @@ from rocketq.client.producer.validators import check_topic
 from rocketq.codec.bodies import ConsumeFromWhere, MessageModel, SubscriptionData
 from rocketq.codec.message import MessageConst, MessageExt, java_string_hash
 from rocketq.errors import InvalidArgument, InvalidMessage
+from rocketq.filter import EXPRESSION_SQL92, EXPRESSION_TAG, compile_sql92
 
-__all__ = ["SUB_ALL", "build_subscription", "check_subscribe_topic", "reset_retry_topic", "split_options"]
+__all__ = ["SUB_ALL", "MessageSelector", "build_subscription", "check_subscribe_topic", "reset_retry_topic",
+           "split_options"]
 
 SUB_ALL = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSelector:
+    """Which messages of a topic a consumer wants (RocketMQ's MessageSelector).
+
+    ``MessageSelector.by_tag("A || B")`` is the same as subscribing with the plain string;
+    ``MessageSelector.by_sql("region = 'eu' AND amount > 100")`` selects by message properties
+    (RocketMQ's SQL92 subset; the ``TAGS`` property is the tag), filtered by the broker.
+    """
+
+    expression_type: str
+    expression: str
+
+    @classmethod
+    def by_sql(cls, sql: str) -> MessageSelector:
+        return cls(EXPRESSION_SQL92, sql)
+
+    @classmethod
+    def by_tag(cls, tag: str | None = SUB_ALL) -> MessageSelector:
+        return cls(EXPRESSION_TAG, tag or SUB_ALL)
 
 _C = TypeVar("_C", bound=ConsumerConfig)
 
@@ -35,11 +62,21 @@ def check_subscribe_topic(topic: str) -> None:
         raise InvalidArgument(str(e)) from None
 
 
-def build_subscription(topic: str, sub_expression: str | None) -> SubscriptionData:
-    """SubscriptionData of a TAG expression; ``InvalidArgument`` if it names no tag."""
+def build_subscription(topic: str, sub_expression: str | MessageSelector | None) -> SubscriptionData:
+    """SubscriptionData of a TAG expression or a selector; ``InvalidArgument`` if a tag expression
+    names no tag, ``FilterExpressionError`` if a SQL92 one does not parse."""
+    if isinstance(sub_expression, MessageSelector):
+        if sub_expression.expression_type == EXPRESSION_SQL92:
+            compile_sql92(sub_expression.expression)  # raises with the position; the broker compiles its own
+            return SubscriptionData(topic=topic, sub_string=sub_expression.expression,
+                                    sub_version=int(time.time() * 1000), expression_type=EXPRESSION_SQL92)
+        if sub_expression.expression_type != EXPRESSION_TAG:
+            raise InvalidArgument(f"unknown expression type {sub_expression.expression_type!r}")
+        sub_expression = sub_expression.expression
     if sub_expression is not None and not isinstance(sub_expression, str):
         raise InvalidArgument(
-            f"the subscription expression must be a string, not {type(sub_expression).__name__}"
+            f"the subscription expression must be a string or a MessageSelector, not "
+            f"{type(sub_expression).__name__}"
         )
     now = int(time.time() * 1000)
     expr = (sub_expression or "").strip()

@@ -15,6 +15,7 @@ from rocketq.client.config import ServiceState
 from rocketq.client.consumer.lite_pull import LitePullConsumer as AsyncLitePullConsumer
 from rocketq.client.consumer.push import PushConsumer as AsyncPushConsumer
 from rocketq.client.consumer.stats import ConsumeRuntimeStats
+from rocketq.client.consumer.subscription import MessageSelector
 from rocketq.client.consumer.types import ConsumeMessageHook, LitePullConsumerConfig, PushConsumerConfig
 from rocketq.codec.bodies import MessageQueue
 from rocketq.codec.message import MessageExt
@@ -66,7 +67,7 @@ class PushConsumer:
             return _on_loop(fn, *args)
         return fn(*args)
 
-    def subscribe(self, topic: str, sub_expression: str | None = "*") -> None:
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector | None = "*") -> None:
         self._call(self._impl.subscribe, topic, sub_expression)
 
     def unsubscribe(self, topic: str) -> None:
@@ -142,7 +143,7 @@ class LitePullConsumer:
             return _on_loop(fn, *args)
         return fn(*args)
 
-    def subscribe(self, topic: str, sub_expression: str | None = "*") -> None:
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector | None = "*") -> None:
         self._call(self._impl.subscribe, topic, sub_expression)
 
     def unsubscribe(self, topic: str) -> None:
