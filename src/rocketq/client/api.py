@@ -18,6 +18,8 @@ import random
 from collections.abc import Sequence
 from typing import Any, Final
 
+import orjson
+
 from rocketq.client.condition_log import ConditionLog
 from rocketq.client.config import ClientConfig
 from rocketq.client.message import MessageExt, MessageQueue, PullResultExt, PullStatus, SendResult, SendStatus
@@ -26,6 +28,7 @@ from rocketq.codec.bodies import (
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    SubscriptionData,
     TopicRouteData,
     UnlockBatchRequestBody,
 )
@@ -55,6 +58,7 @@ from rocketq.codec.message import (
 )
 from rocketq.errors import (
     MQBrokerError,
+    MQClientError,
     NoNameServer,
     ProtocolError,
     RemotingConnectError,
@@ -488,6 +492,18 @@ class MQClientAPI:
         if response.code != ResponseCode.SUCCESS:
             raise broker_error(response, addr)
         return response.version
+
+    async def check_client_in_broker(self, addr: str, group: str, client_id: str,
+                                     subscription: SubscriptionData, timeout: float | None = None) -> None:
+        """CHECK_CLIENT_CONFIG: can this broker filter by the subscription's expression type (SQL92)?
+
+        ``MQClientError`` with the broker's code and remark if not, as Java's MQClientException."""
+        body = orjson.dumps({"clientId": client_id, "group": group,
+                             "subscriptionData": subscription.to_obj()})
+        response = await self._invoke(addr, RequestCode.CHECK_CLIENT_CONFIG, None, body, timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQClientError(f"CODE: {response.code}  DESC: {response.remark or ''}  BROKER: {addr}",
+                                code=response.code)
 
     async def unregister_client(
         self,

@@ -19,7 +19,7 @@ from rocketq.client.condition_log import ConditionLog
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.consumer.pull_api import PullAPIWrapper, tag_filter
 from rocketq.client.consumer.stats import ConsumerStatsManager
-from rocketq.client.consumer.subscription import split_options
+from rocketq.client.consumer.subscription import check_client_in_broker, split_options
 from rocketq.client.consumer.types import DEFAULT_CONSUMER_GROUP, ConsumerConfig
 from rocketq.client.instance import MQClientInstance, MQClientManager
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -160,6 +160,9 @@ class ConsumerInner:
         client = self.client
         for topic in list(self.rebalance_impl.subscription_inner):
             await client.update_topic_route_info_from_name_server(topic)
+        # a broker that cannot filter by SQL92 fails start() here, as Java's checkClientInBroker does
+        subscriptions = self.rebalance_impl.subscription_inner.values()
+        await check_client_in_broker(client, self._group_wire, subscriptions, on_failure=self.shutdown)
         await client.send_heartbeat_to_all_brokers()
 
     async def _persist_at_shutdown(self, queues: Collection[MessageQueue]) -> None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rocketq.client.config import ClientConfig
 from rocketq.client.consumer.types import DEFAULT_CONSUMER_GROUP, ConsumerConfig
@@ -23,10 +23,13 @@ from rocketq.client.producer.validators import check_topic
 from rocketq.codec.bodies import ConsumeFromWhere, MessageModel, SubscriptionData
 from rocketq.codec.message import MessageConst, MessageExt, java_string_hash
 from rocketq.errors import InvalidArgument, InvalidMessage
-from rocketq.filter import EXPRESSION_SQL92, EXPRESSION_TAG, compile_sql92
+from rocketq.filter import EXPRESSION_SQL92, EXPRESSION_TAG, compile_sql92, is_tag_type
 
-__all__ = ["SUB_ALL", "MessageSelector", "build_subscription", "check_subscribe_topic", "reset_retry_topic",
-           "split_options"]
+if TYPE_CHECKING:
+    from rocketq.client.instance import MQClientInstance
+
+__all__ = ["SUB_ALL", "MessageSelector", "build_subscription", "check_client_in_broker",
+           "check_subscribe_topic", "reset_retry_topic", "split_options"]
 
 SUB_ALL = "*"
 
@@ -92,6 +95,26 @@ def build_subscription(topic: str, sub_expression: str | MessageSelector | None)
         code_set=tuple(java_string_hash(t) for t in tags),
         sub_version=now,
     )
+
+
+async def check_client_in_broker(client: MQClientInstance, group: str,
+                                 subscriptions: Iterable[SubscriptionData],
+                                 on_failure: Callable[[], Awaitable[None]]) -> None:
+    """MQClientInstance.checkClientInBroker, run by ``start()``: ask a broker of each topic
+    subscribed by SQL92 whether it can filter so (enablePropertyFilter). If not (or if it cannot be
+    asked), ``on_failure`` (the consumer's shutdown) runs and ``MQClientError`` with the broker's
+    answer is raised: the consumer fails at start as a Java one does, not at every pull."""
+    for sub in list(subscriptions):
+        if is_tag_type(sub.expression_type):
+            continue
+        addr = client.find_broker_addr_by_topic(sub.topic)
+        if addr is None:
+            continue
+        try:
+            await client.api.check_client_in_broker(addr, group, client.client_id, sub)
+        except BaseException:
+            await on_failure()
+            raise
 
 
 def reset_retry_topic(msgs: Sequence[MessageExt], retry_topic: str) -> list[MessageExt]:
