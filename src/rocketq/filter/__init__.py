@@ -66,7 +66,7 @@ class FilterExpression:
         self._keys = tuple(sorted(self.names))
         # "\x02name\x01" found in "\x02" + properties starts an entry of that name, wherever it is;
         # a required name that is absent ends the match at once (the pre-filter).
-        self._lookups = tuple((b"\x02" + needle(n).encode(), needle(n).encode(), n in self.required)
+        self._lookups = tuple((b"\x02" + needle(n).encode(), len(needle(n)) + 1, n in self.required)
                               for n in self._keys)
         self._cache: dict[tuple[bytes | None, ...], bool] = {}
 
@@ -96,12 +96,10 @@ class FilterExpression:
         """Which of the stored records at ``offsets`` in ``buf`` match: their positions in
         ``offsets``, in order, at most ``limit``. Only the properties the expression names are read.
 
-        A view of a mapped segment is copied once into bytes (cheaper than slicing the view per
-        record), or record by record when the batch is spread wide."""
-        if isinstance(buf, bytes):
-            return self._select(buf, offsets, limit)
+        The batch is copied once (cheaper than slicing a mapped view per record), or record by
+        record when it is spread wide."""
         if len(buf) <= _MAX_COPY:
-            return self._select(bytes(buf), offsets, limit)
+            return self._select(buf, offsets, limit)
         out: list[int] = []
         for j, at in enumerate(offsets):
             size = int.from_bytes(buf[at:at + 4], "big")
@@ -111,28 +109,36 @@ class FilterExpression:
                     break
         return out
 
-    def _select(self, data: bytes, offsets: Sequence[int], limit: int) -> list[int]:
-        """The hot loop of a filtered pull: one call per batch of records, kept inline."""
+    def _select(self, data: bytes | bytearray | memoryview, offsets: Sequence[int], limit: int) -> list[int]:
+        """The hot loop of a filtered pull: one call per batch of records, kept inline.
+
+        Works on a private copy of the batch in which the byte before each properties text (the
+        low byte of its length) is set to \x02, so that every entry, the first included, is found
+        as "\x02name\x01"."""
+        patched = bytearray(data)
+        spans = properties_spans(patched, offsets)
+        for p0, _ in spans:
+            patched[p0 - 1] = 2
+        text = bytes(patched)
+        rfind = text.rfind
+        find = text.find
         out: list[int] = []
         lookups = self._lookups
         cache = self._cache
-        for j, (p0, p1) in enumerate(properties_spans(data, offsets)):
+        for j, (p0, p1) in enumerate(spans):
             values: list[bytes | None] = []
-            for key, first, required in lookups:
-                # the last entry of the name: "\x02name\x01" inside, or "name\x01" opening the text
-                i = data.rfind(key, p0, p1)
+            for key, klen, required in lookups:
+                i = rfind(key, p0 - 1, p1)  # the last entry of the name wins
                 if i < 0:
-                    if not data.startswith(first, p0, p1):
-                        if required:
-                            break
-                        values.append(None)
-                        continue
-                    i = p0 - 1
-                v0 = i + len(key)
-                v1 = data.find(b"\x02", v0, p1)
+                    if required:
+                        break
+                    values.append(None)
+                    continue
+                v0 = i + klen
+                v1 = find(b"\x02", v0, p1)
                 if v1 < 0:
                     v1 = p1
-                values.append(data[v0:v1] if v1 > v0 else _earlier_value(data, first, p0, i))
+                values.append(text[v0:v1] if v1 > v0 else _earlier_value(text, key, p0 - 1, i))
             else:
                 key_values = tuple(values)
                 hit = cache.get(key_values)
@@ -155,10 +161,11 @@ class FilterExpression:
         return hit
 
 
-def _earlier_value(data: bytes, first: bytes, p0: int, end: int) -> bytes | None:
-    """The last entry of the name has an empty value, which does not count: an earlier one may."""
-    span = value_span(data, first, p0, end)
-    return None if span is None else data[span[0]:span[1]]
+def _earlier_value(text: bytes, key: bytes, start: int, end: int) -> bytes | None:
+    """The last entry of the name has an empty value, which does not count: an earlier one may
+    (``text[start]`` is the \x02 put before the properties)."""
+    span = value_span(text, key[1:], start + 1, end)
+    return None if span is None else text[span[0]:span[1]]
 
 
 @lru_cache(maxsize=1024)
