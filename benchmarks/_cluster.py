@@ -7,6 +7,7 @@ separately: `BrokerProcess.cpu_seconds()` against `time.process_time()`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -15,8 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 READY_RE = re.compile(r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)\s*$", re.MULTILINE)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -108,3 +111,31 @@ class BrokerProcess:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def child_server(target: Callable[..., None], *args: Any, prefix: str,
+                 start_timeout: float = 300) -> Iterator[tuple[Any, int]]:
+    """Run ``target(data_dir, *args, conn)`` in a spawned process (an in-process broker built by the
+    benchmark itself) and yield (what it sent on ``conn`` once serving, its pid). On exit it is
+    told to stop, killed if it does not, and its data dir removed."""
+    import multiprocessing as mp
+
+    data_dir = tempfile.mkdtemp(prefix=prefix)
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=target, args=(data_dir, *args, child), daemon=True)
+    proc.start()
+    try:
+        if not parent.poll(start_timeout):
+            raise RuntimeError("the benchmark server did not start")
+        yield parent.recv(), proc.pid or 0
+    finally:
+        try:
+            parent.send("stop")
+        except OSError:
+            pass
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
+        shutil.rmtree(data_dir, ignore_errors=True)

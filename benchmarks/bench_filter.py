@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import os
-import shutil
 import sys
-import tempfile
 import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from benchmarks._cluster import _CLK_TCK
+from benchmarks._cluster import _CLK_TCK, child_server
 from benchmarks.bench_pull import count_records
 
 TOPIC = "BenchFilter"
@@ -172,25 +169,8 @@ def run(messages: int = 400_000, queues: int = 8, max_nums: int = 32, repeat: in
         decode: bool = False) -> dict[str, float]:
     from rocketq.remoting.loop import run as run_loop
 
-    data_dir = tempfile.mkdtemp(prefix="rocketq-bench-filter-")
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_broker_main, args=(data_dir, queues, messages, child), daemon=True)
-    proc.start()
-    try:
-        if not parent.poll(300):
-            raise RuntimeError("the benchmark broker did not start")
-        addr = parent.recv()
-        return run_loop(_client_main(addr, proc.pid, queues, messages, max_nums, repeat, decode))
-    finally:
-        try:
-            parent.send("stop")
-        except OSError:
-            pass
-        proc.join(30)
-        if proc.is_alive():
-            proc.kill()
-        shutil.rmtree(data_dir, ignore_errors=True)
+    with child_server(_broker_main, queues, messages, prefix="rocketq-bench-filter-") as (addr, pid):
+        return run_loop(_client_main(addr, pid, queues, messages, max_nums, repeat, decode))
 
 
 def main(argv: list[str]) -> int:

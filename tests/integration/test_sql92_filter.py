@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from tests.wire import create_topic, decode_pull, get_route, pull, wait_until
+from tests.wire import create_routed_topic, decode_pull, pull, wait_until
 
 from harness import SMALL_STORE, Cluster, module_cluster, start_cluster, unique_name
 from rocketq.aio import LitePullConsumer, MessageSelector, PushConsumer
@@ -49,9 +49,7 @@ def _matching() -> set[str]:
 
 async def make_topic(c: Cluster, queues: int = 4) -> str:
     topic = unique_name("SqlT")
-    async with RemotingClient() as rc:
-        assert (await create_topic(rc, c.broker, topic, read=queues, write=queues)).code == 0
-        await wait_until(lambda: get_route(rc, c.namesrv, topic), timeout=10)
+    await create_routed_topic(c.namesrv, c.broker, topic, queues)
     return topic
 
 
