@@ -16,7 +16,7 @@ _GS = GetMessageStatus
 # at most `limit` (MessageFilter.isMatchedByCommitLog over a batch).
 RecordFilter = Callable[[memoryview, Sequence[int], int], Sequence[int]]
 MIN_SCAN = 800  # RocketMQ scans max(16000 bytes, maxMsgNums entries) of a queue per read
-_FILTER_CHUNK = 64  # candidates a record filter is given at a time
+_FILTER_CHUNK = 16  # the fewest candidates a record filter is given at a time (a pull's max count if more)
 
 
 def read_queue(
