@@ -47,16 +47,18 @@ def _retry_filter(ctl: BrokerController, group: str) -> RecordFilter | None:
     if not any(s.expression is not None for s in table.values()):
         return None  # no SQL92 subscription in the group: nothing to decide per record
 
-    def matches(buf: memoryview, at: int) -> bool:
-        p0, p1 = properties_span(buf, at)
-        real = get_property_bytes(bytes(buf[p0:p1]), _RETRY_TOPIC_KEY)
+    def matches(record: bytes) -> bool:
+        p0, p1 = properties_span(record)
+        real = get_property_bytes(record, _RETRY_TOPIC_KEY, p0, p1)
         sub = table.get(real.decode("utf-8", "replace")) if real is not None else None
-        return sub is None or sub.expression is None or sub.expression.matches_record(buf, at)
+        return sub is None or sub.expression is None or sub.expression.matches_record(record)
 
     def select_retried(buf: memoryview, offsets: Sequence[int], limit: int) -> list[int]:
+        """Record by record: each may need another expression (or none)."""
         out: list[int] = []
         for j, at in enumerate(offsets):
-            if matches(buf, at):
+            size = int.from_bytes(buf[at:at + 4], "big")
+            if matches(bytes(buf[at:at + size])):
                 out.append(j)
                 if len(out) >= limit:
                     break
