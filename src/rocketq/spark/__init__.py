@@ -11,13 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocketq.spark.errors import DataLossError, SourceUnavailableError, SparkOptionError
+from rocketq.spark._session import configure_workers, preset_runner_env
+from rocketq.spark.errors import DataLossError, SourceUnavailableError, SparkOptionError, WorkerPythonError
 from rocketq.spark.source import RocketQDataSource
 
 
 def register(spark: Any) -> None:
-    """Register the "rocketq" format with a SparkSession (once per session)."""
+    """Register the "rocketq" format with a SparkSession (once per session).
+
+    On a local master whose user did not set ``PYSPARK_PYTHON``, Spark's Python workers are set to
+    run this interpreter (the one rocketq is installed in); a ``PYSPARK_PYTHON`` that cannot import
+    rocketq raises ``WorkerPythonError`` saying what to set.
+    """
+    configure_workers(spark)
     spark.dataSource.register(RocketQDataSource)
+    preset_runner_env(spark, RocketQDataSource.name())
 
 
-__all__ = ["DataLossError", "RocketQDataSource", "SourceUnavailableError", "SparkOptionError", "register"]
+__all__ = [
+    "DataLossError",
+    "RocketQDataSource",
+    "SourceUnavailableError",
+    "SparkOptionError",
+    "WorkerPythonError",
+    "register",
+]

@@ -24,3 +24,7 @@ class SourceUnavailableError(RocketQError):
     """The name server, a broker or a store directory could not be reached or read."""
 
     retriable = True
+
+
+class WorkerPythonError(ConfigError):
+    """Spark's Python workers run an interpreter that cannot import rocketq (``PYSPARK_PYTHON``)."""
