@@ -32,4 +32,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    # The public names only: not the module plumbing (_EXPORTS, lazy_getattr, typing imports).
+    return list(__all__)
