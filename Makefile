@@ -2,7 +2,14 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# What each kind of target installs into .venv, one stamp per kind: `make run` needs the servers
+# only; `make test` adds what the suite drives (Spark, the interop clients, the dashboard, plots).
+EXTRAS_run :=
+EXTRAS_test := test,compat,spark,plot,dashboard
+EXTRAS_dev := dev
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+DEV_STAMP := $(VENV)/.installed-dev
 COMPAT_NODE := tests/compat/node
 CHROMIUM := /usr/bin/chromium
 
@@ -12,22 +19,26 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[test,dev,compat,spark,plot,dashboard]'
-	touch $(STAMP)
+# Every install includes the package and its core dependencies, so it also satisfies `make run`.
+$(VENV)/.installed-%: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e '.$(if $(EXTRAS_$*),[$(EXTRAS_$*)])'
+	touch $@ $(RUN_STAMP)
 
 $(COMPAT_NODE)/node_modules/.installed: $(COMPAT_NODE)/package.json $(COMPAT_NODE)/package-lock.json
 	cd $(COMPAT_NODE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The dashboard tests drive Debian's chromium (Playwright never downloads a browser here).
+# The dashboard tests drive Debian's chromium (Playwright never downloads a browser here); it is
+# installed only when missing. Without its Recommends (udev, upower, xdg-utils' perl modules, ...)
+# apt adds ~25 packages and upgrades none; with them it also upgraded systemd and perl.
 $(CHROMIUM):
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium
+	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) \
+		apt-get install -y -qq --no-install-recommends chromium
 
-setup: $(STAMP) $(COMPAT_NODE)/node_modules/.installed $(CHROMIUM)
+setup: $(TEST_STAMP) $(COMPAT_NODE)/node_modules/.installed $(CHROMIUM)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/rocketq up $(ARGS)
 
 test: setup
@@ -40,14 +51,14 @@ test-all: setup
 campaign: setup
 	$(BIN)/python -m pytest -m slow -s -q tests/fault -k "campaign or race or disk_full" $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 clean:
