@@ -81,7 +81,7 @@ async def run_dashboard(namesrv: str, host: str, port: int, timeout: float, out:
             out.flush()
         except (BrokenPipeError, ValueError):
             log.debug("stdout is closed; READY line not delivered")
-        log.info("%s", line)
+        log.debug("%s", line)  # at INFO a terminal would show it twice (stdout and the stderr log)
         await stop.wait()
         log.info("dashboard shutting down")
     finally:

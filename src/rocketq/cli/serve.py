@@ -448,5 +448,6 @@ def _announce(out: TextIO, line: str) -> None:
         out.flush()
     except (BrokenPipeError, ValueError):  # nobody reads stdout any more: keep serving
         log.debug("stdout is closed; READY line not delivered")
-    log.info("%s", line)
+    # Not at INFO: the log handler writes to stderr, so a terminal would show the line twice.
+    log.debug("%s", line)
 
