@@ -148,8 +148,6 @@ def main() -> int:
     ap.add_argument("--orders", type=int, default=5000)
     ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "rocketq-order-pipeline"))
     args = ap.parse_args()
-    # Spark's Python workers must run this interpreter (the one with rocketq installed).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     produce(args.namesrv, args.orders)
