@@ -213,12 +213,14 @@ class SendEncoder:
         return PreparedSend(msg.topic, body, ext, uniq)
 
     def batch(self, msgs: Sequence[Message]) -> PreparedSend:
-        """SEND_BATCH_MESSAGE: every message keeps its own UNIQ_KEY; the header carries the batch's.
+        """SEND_BATCH_MESSAGE: every message keeps its own UNIQ_KEY; the header carries none.
+
+        Apache's broker appends the request's own properties to every message of the batch (the
+        later key wins), so a UNIQ_KEY there would give all of them one id; Java sets none.
 
         Batches are never compressed (as in RocketMQ); the caller has run ``check_batch``.
         """
-        ids = self.uniq_keys.next_ids(len(msgs) + 1)
-        batch_id = ids.pop()
+        ids = self.uniq_keys.next_ids(len(msgs))
         parts: list[bytes] = []
         append = parts.append
         pack_head = BATCH_ITEM_HEAD.pack
@@ -242,6 +244,5 @@ class SendEncoder:
             raise InvalidMessage(f"the message body size over max value, MAX: {self._max_size}")
         first = msgs[0]
         wait = "true" if first.wait_store_msg_ok else "false"
-        header_props = f"WAIT\x01{wait}\x02UNIQ_KEY\x01{batch_id}\x02"
-        ext = self._header(first.topic, 0, 0, header_props, True)
+        ext = self._header(first.topic, 0, 0, f"WAIT\x01{wait}\x02", True)
         return PreparedSend(first.topic, data, ext, ",".join(ids), batch=True)
