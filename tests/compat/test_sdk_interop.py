@@ -188,7 +188,7 @@ async def test_cpp_and_ali_ons_producers_to_rocketq_consumer(
         assert (m.tags, m.keys) == (s["tags"], s["keys"])
         assert m.properties["origin"] == "ali-ons"
         # ali-ons' msgId is the offset id of the stored record; the broker gave it a UNIQ_KEY.
-        assert m.msg_id == s["msgId"]
+        assert m.offset_msg_id == s["msgId"]
         assert (m.queue_id, m.queue_offset) == (s["queue"]["queueId"], s["queueOffset"])
         assert m.uniq_key and len(m.uniq_key) == 32
 

@@ -43,7 +43,7 @@ def _expected(m: MessageExt, raw_props: str | None = None) -> dict[str, object]:
     props = m.properties
     return {
         "topic": m.topic, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
-        "msg_id": m.uniq_key or m.msg_id, "keys": m.keys, "tags": m.tags,
+        "msg_id": m.msg_id, "keys": m.keys, "tags": m.tags,
         "body": zlib.decompress(m.body) if m.sys_flag & MessageSysFlag.COMPRESSED_FLAG else m.body,
         "properties": props, "born_ms": m.born_timestamp, "store_ms": m.store_timestamp,
         "reconsume_times": m.reconsume_times,
@@ -71,7 +71,7 @@ def test_bulk_decode_equals_codec() -> None:
     buf = b"".join(encode_message(m) for m in msgs)
     got = _decode(buf)
     assert got == [_expected(m) for m in decode_messages(buf)]
-    assert got[302]["msg_id"] == msgs[302].msg_id
+    assert got[302]["msg_id"] == msgs[302].offset_msg_id
 
 
 def test_born_host_and_offset_msg_id() -> None:
@@ -80,7 +80,7 @@ def test_born_host_and_offset_msg_id() -> None:
     lay = locate(as_u8(buf), np.array(record_starts(buf), dtype=np.int64))
     batch = to_record_batch(lay, RowSchema.default(), broker="b")
     assert batch.column("born_host").to_pylist() == [f"10.1.2.3:{5000 + i % 2}" for i in range(4)]
-    assert batch.column("msg_id").to_pylist() == [m.msg_id for m in msgs]
+    assert batch.column("msg_id").to_pylist() == [m.offset_msg_id for m in msgs]
 
 
 @settings(max_examples=60, deadline=None)

@@ -192,7 +192,7 @@ class MessageAdmin(AdminBase):
         except (ProtocolError, ValueError):
             msg = await self._one_by_unique_key(topic, msg_id)
             addr = f"{msg.store_host[0]}:{msg.store_host[1]}"
-            msg_id = msg.msg_id
+            msg_id = msg.offset_msg_id
         ext = {"consumerGroup": group, "clientId": client_id, "msgId": msg_id, "topic": topic}
         response = await self._call(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext)
         result = loads(self._json(response, "CONSUME_MESSAGE_DIRECTLY"))

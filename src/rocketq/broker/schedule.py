@@ -213,7 +213,7 @@ class ScheduleMessageService:
         real_topic = props.get("REAL_TOPIC")
         real_qid = props.get("REAL_QID")
         if not real_topic or real_qid is None or not real_qid.lstrip("-").isdigit():
-            log.error("scheduled message %s has no REAL_TOPIC/REAL_QID, discarded", msg.msg_id)
+            log.error("scheduled message %s has no REAL_TOPIC/REAL_QID, discarded", msg.offset_msg_id)
             return True
         uniq = props.get("UNIQ_KEY") or ""
         keys = props.get("KEYS")
@@ -228,7 +228,7 @@ class ScheduleMessageService:
         result = await self._ctl.store.put_message(put)
         if not result.ok:
             log.error("ScheduleMessageService, a message time up, but reput it failed, "
-                      "topic: %s msgId %s: %s", real_topic, msg.msg_id, result.status.name)
+                      "topic: %s msgId %s: %s", real_topic, msg.offset_msg_id, result.status.name)
             return False
         self._ctl.stats.on_put(1)
         self.delivered += 1

@@ -537,7 +537,7 @@ class MQClientAPI:
             offset=msg.commit_log_offset,
             group=consumer_group,
             delay_level=delay_level,
-            origin_msg_id=msg.uniq_key or msg.msg_id,
+            origin_msg_id=msg.msg_id,
             origin_topic=msg.topic,
             unit_mode=False,
             max_reconsume_times=max_consume_retry_times,

@@ -257,7 +257,13 @@ class MessageExt:
 
     @property
     def msg_id(self) -> str:
-        """The offset msgId (store host + commit-log offset)."""
+        """The producer's UNIQ_KEY, else the offset msgId: Java's ``MessageClientExt.getMsgId()``,
+        the id producers log and consumers deduplicate by."""
+        return self.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker's id of the stored record (store host + commit-log offset)."""
         return offset_msg_id(self.store_host[0], self.store_host[1], self.commit_log_offset)
 
 

@@ -293,7 +293,7 @@ async def messages_page(admin: AdminClient, query: Mapping[str, str]) -> str:
 
 def _summary_table(found: list[MessageExt]) -> str:
     rows = [
-        [Raw(link(m.uniq_key or m.msg_id, "/messages", id=m.uniq_key or m.msg_id, topic=m.topic)),
+        [Raw(link(m.msg_id, "/messages", id=m.msg_id, topic=m.topic)),
          m.tags or "", m.keys or "", f"{m.queue_id} @ {m.queue_offset}", _fmt_ms(m.store_timestamp),
          _preview(m.body)]
         for m in found
@@ -347,7 +347,7 @@ def _message_html(msg: MessageExt, tracks: list[dict[str, Any]]) -> str:
         for t in tracks
     ]
     info = [
-        ["msgId", msg.uniq_key or msg.msg_id], ["offsetMsgId", msg.msg_id], ["topic", msg.topic],
+        ["msgId", msg.msg_id], ["offsetMsgId", msg.offset_msg_id], ["topic", msg.topic],
         ["tags", msg.tags or ""], ["keys", msg.keys or ""], ["queue", f"{msg.queue_id} @ {msg.queue_offset}"],
         ["born", _fmt_ms(msg.born_timestamp)], ["stored", _fmt_ms(msg.store_timestamp)],
         ["store host", f"{msg.store_host[0]}:{msg.store_host[1]}"],

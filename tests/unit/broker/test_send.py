@@ -55,7 +55,7 @@ async def test_send_v2_round_trip(tmp_path: Path) -> None:
         assert m.properties["TAGS"] == "TagA" and m.properties["KEYS"] == "k1 k2"
         assert m.properties["UNIQ_KEY"] == "AB" * 16
         assert m.properties["CLUSTER"] == "DefaultCluster"
-        assert m.msg_id == ext["msgId"]
+        assert m.offset_msg_id == ext["msgId"]
         assert f"{m.born_host[0]}" == "127.0.0.1"
         # The stored string is the client's, with the broker's entries appended (not re-encoded).
         raw = broker.store.look_message_by_offset(offset)
@@ -103,7 +103,7 @@ async def test_batch_round_trip(tmp_path: Path) -> None:
         msgs = decode_pull(await pull(client, addr, "G", "BatchT", 2, 0))
         assert [m.body for m in msgs] == [f"b{i}".encode() for i in range(5)]
         assert [m.queue_offset for m in msgs] == list(range(5))
-        assert [m.msg_id for m in msgs] == ids
+        assert [m.offset_msg_id for m in msgs] == ids
         assert len({m.properties["UNIQ_KEY"] for m in msgs}) == 5
         assert [m.properties["KEYS"] for m in msgs] == [f"key{i}" for i in range(5)]
         assert len({m.born_timestamp for m in msgs}) == 1
@@ -368,7 +368,7 @@ async def test_large_batch_ids(tmp_path: Path) -> None:
         offset = 0
         while len(got) < 100:
             msgs = decode_pull(await pull(client, broker.address, "G", "Large", 0, offset))
-            got += [m.msg_id for m in msgs]
+            got += [m.offset_msg_id for m in msgs]
             offset += len(msgs)
         assert ids == got
 

@@ -52,7 +52,7 @@ async def test_delayed_message_is_staged_then_delivered(tmp_path: Path) -> None:
         assert time.time() - sent_at >= 0.9
         m = decode_pull(await pull(client, addr, "G", "DelayT", 1, 0))[0]
         assert m.body == b"later" and m.properties["UNIQ_KEY"] == uniq
-        assert m.msg_id != staged_id
+        assert m.offset_msg_id != staged_id
         assert m.properties["TAGS"] == "D"
         # Delivered on the real topic's tag code: a tag subscription matches.
         assert decode_pull(await pull(client, addr, "G", "DelayT", 1, 0, subscription="D"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 
@@ -103,7 +104,10 @@ def test_decode_golden_v1_record() -> None:
     assert msg.tags == "TagA"
     assert msg.keys == "k1 k2"
     assert msg.uniq_key == "AC1100010001"
-    assert msg.msg_id == "7F00000100002A9F00000000000004D2"
+    assert msg.offset_msg_id == "7F00000100002A9F00000000000004D2"
+    # Java's MessageClientExt.getMsgId(): the producer's id, the offset id only without one
+    assert msg.msg_id == "AC1100010001"
+    assert dataclasses.replace(msg, properties={}).msg_id == msg.offset_msg_id
 
 
 def test_encode_reproduces_the_golden_bytes() -> None:
@@ -158,7 +162,7 @@ def test_ipv6_hosts_follow_the_sysflag_bits() -> None:
     msg, _ = decode_message(raw)
     assert msg.born_host == ("1:203:405:607:809:a0b:c0d:e0f", 7)
     assert msg.store_host == ("1011:1213:1415:1617:1819:1a1b:1c1d:1e1f", 10911)
-    assert len(msg.msg_id) == 56
+    assert len(msg.offset_msg_id) == 56
     assert encode_message(msg) == raw
 
 

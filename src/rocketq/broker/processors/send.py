@@ -585,7 +585,7 @@ class SendMessageProcessor:
         props.pop("DELAY", None)
         props.pop("REAL_TOPIC", None)
         props.pop("REAL_QID", None)
-        props.setdefault("ORIGIN_MESSAGE_ID", msg.msg_id)
+        props.setdefault("ORIGIN_MESSAGE_ID", msg.offset_msg_id)
         uniq = props.get("UNIQ_KEY") or self._uniq()
         props["UNIQ_KEY"] = uniq
         props["CLUSTER"] = self._cluster

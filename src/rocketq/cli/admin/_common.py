@@ -166,8 +166,8 @@ def body_text(body: bytes) -> str:
 def message_obj(msg: MessageExt, *, with_body: bool = True) -> dict[str, Any]:
     """A stored message as ``--json`` shows it (the body as UTF-8 text, and base64 when it is not)."""
     out: dict[str, Any] = {
-        "msgId": msg.uniq_key or msg.msg_id,
-        "offsetMsgId": msg.msg_id,
+        "msgId": msg.msg_id,
+        "offsetMsgId": msg.offset_msg_id,
         "topic": msg.topic,
         "tags": msg.tags,
         "keys": msg.keys,
@@ -197,8 +197,8 @@ def message_obj(msg: MessageExt, *, with_body: bool = True) -> dict[str, Any]:
 def message_view(msg: MessageExt, *, print_body: bool = True) -> Table:
     """The ``queryMsgById`` block: one message, field by field."""
     rows: list[tuple[str, object]] = [
-        ("Msg Id", msg.uniq_key or msg.msg_id),
-        ("Offset Msg Id", msg.msg_id),
+        ("Msg Id", msg.msg_id),
+        ("Offset Msg Id", msg.offset_msg_id),
         ("Topic", msg.topic),
         ("Tags", msg.tags),
         ("Keys", msg.keys),

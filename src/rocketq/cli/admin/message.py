@@ -136,7 +136,7 @@ def register(add: Adder) -> None:
 def _messages_result(msgs: list[MessageExt], title: str, print_body: bool = True) -> Result:
     rows = [
         (
-            m.uniq_key or m.msg_id,
+            m.msg_id,
             m.queue_id,
             m.queue_offset,
             m.tags,
@@ -195,7 +195,7 @@ async def query_msg_by_id(admin: AdminClient, args: argparse.Namespace) -> Resul
         msg = await admin.view_message(args.topic, msg_id)
         obj, vs = await _with_track(admin, msg)
         if args.group:
-            obj["consumeResult"], extra = await _consume_directly(admin, args, msg.topic, msg.msg_id)
+            obj["consumeResult"], extra = await _consume_directly(admin, args, msg.topic, msg.offset_msg_id)
             vs += extra
         data.append(obj)
         views += vs
@@ -222,7 +222,7 @@ async def query_msg_by_unique_key(admin: AdminClient, args: argparse.Namespace) 
         data.append(obj)
         views += vs
     if args.group:
-        result, extra = await _consume_directly(admin, args, args.topic, shown[0].msg_id)
+        result, extra = await _consume_directly(admin, args, args.topic, shown[0].offset_msg_id)
         data[0]["consumeResult"] = result
         views += extra
     return Result(data if args.show_all else data[0], views)

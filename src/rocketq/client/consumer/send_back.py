@@ -98,7 +98,7 @@ class MessageBackSender:
     ) -> bool:
         consumer = self.consumer
         props = {k: v for k, v in msg.properties.items() if k not in _NOT_COPIED}
-        props.setdefault(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID, msg.uniq_key or msg.msg_id)
+        props.setdefault(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
         props.setdefault(MessageConst.PROPERTY_RETRY_TOPIC, msg.topic)
         props[MessageConst.PROPERTY_RECONSUME_TIME] = str(reconsume_times)
         props[MessageConst.PROPERTY_MAX_RECONSUME_TIMES] = str(max_times)
