@@ -147,6 +147,13 @@ class Channel:
         try:
             return await fut
         finally:
+            self.release(opaque, fut)
+
+    def release(self, opaque: int, fut: asyncio.Future[RemotingCommand]) -> None:
+        """Forget a request its caller stopped waiting for. A cancelled one (a consumer shutting
+        down mid long poll) stays until its deadline, so that its late answer is dropped quietly
+        rather than taken for a stray response."""
+        if not fut.cancelled():
             self._pending.pop(opaque, None)
 
     def start_request(
@@ -192,6 +199,8 @@ class Channel:
             return
         fut = entry[0]
         if fut.done():
+            log.debug("response to an abandoned request from %s, opaque=%s, dropped", self.remote_address,
+                      cmd.opaque)
             return
         if cmd.__class__ is RejectedCommand:
             # The peer answered, but with a header we cannot read: fail that one request.
@@ -204,7 +213,10 @@ class Channel:
     def _expire(self, now: float) -> bool:
         """Fail requests past their deadline; True while some are still pending."""
         pending = self._pending
-        expired = [opaque for opaque, entry in pending.items() if entry[1] <= now or entry[0].done()]
+        expired = [
+            opaque for opaque, (fut, deadline, _) in pending.items()
+            if deadline <= now or (fut.done() and not fut.cancelled())
+        ]
         for opaque in expired:
             fut, _, timeout = pending.pop(opaque)
             if not fut.done():

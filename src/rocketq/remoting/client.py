@@ -153,7 +153,7 @@ class RemotingClient(RemotingEndpoint):
         try:
             return await fut
         finally:
-            channel._pending.pop(opaque, None)
+            channel.release(opaque, fut)
 
     def invoke_oneway(
         self, addr: str, cmd: RemotingCommand, timeout: float = DEFAULT_TIMEOUT

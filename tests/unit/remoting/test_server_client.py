@@ -67,6 +67,25 @@ async def test_oneway_gets_no_response(
     assert "not matched any request" not in caplog.text
 
 
+async def test_answer_to_a_cancelled_request_is_dropped_quietly(
+    client: RemotingClient, addr: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A consumer shutting down cancels its long polls; the broker answers them moments later.
+    waiting = asyncio.ensure_future(client.invoke(addr, RemotingCommand.request(SLOW, {"sleep": "0.2"}), 10.0))
+    await asyncio.sleep(0.05)
+    (channel,) = client.channels
+    assert channel.pending_requests == 1
+    with caplog.at_level(logging.DEBUG, "rocketq.remoting"):
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        deadline = time.monotonic() + 10
+        while channel.pending_requests and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+    assert channel.pending_requests == 0  # the answer came and took its entry along
+    assert "not matched any request" not in caplog.text
+    assert "abandoned request" in caplog.text
+
+
 async def test_unknown_code_is_request_code_not_supported(client: RemotingClient, addr: str) -> None:
     response = await client.invoke(addr, RemotingCommand.request(999))
     assert response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED == 3
