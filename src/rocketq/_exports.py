@@ -59,6 +59,7 @@ COMMON: Final[dict[str, str]] = {
     "InvalidArgument": _ERRORS,
     "NoNameServer": _ERRORS,
     "TopicRouteNotFound": _ERRORS,
+    "PullFailed": _ERRORS,
 }
 
 

@@ -416,5 +416,15 @@ class BrokerNotFound(MQClientError):
     retriable = True
 
 
+class PullFailed(MQClientError):
+    """A lite-pull consumer's queue failed ``failures`` pulls in a row: ``poll()`` raises this
+    rather than answer empty batches forever. ``__cause__`` is the last failure, whose ``code``
+    this carries; the pulls go on, so a later ``poll()`` recovers when the cause goes away."""
+
+    retriable = True
+    message_queue: object = None
+    failures: int = 0
+
+
 class MQBrokerError(ServerError):
     """A broker answered with a code the client has no narrower class for (MQBrokerException)."""

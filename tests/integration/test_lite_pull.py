@@ -15,7 +15,7 @@ from rocketq.aio import LitePullConsumer
 from rocketq.client.message import Message
 from rocketq.client.producer import Producer
 from rocketq.codec.bodies import MessageQueue
-from rocketq.errors import InvalidArgument, ServiceStateError
+from rocketq.errors import InvalidArgument, MQClientError, PullFailed, ServiceStateError
 from rocketq.remoting import RemotingClient
 
 pytestmark = [
@@ -106,6 +106,36 @@ async def test_assign_poll_seek_commit(cluster: Cluster) -> None:
         assert await consumer.offset_for_timestamp(mq0, 0) == 0
         await consumer.commit_sync({mq0: 7})
         assert await consumer.committed(mq0) == 7
+    finally:
+        await consumer.shutdown()
+
+
+async def test_a_queue_that_keeps_failing_surfaces_in_poll(cluster: Cluster) -> None:
+    topic = await make_topic(cluster, 1)
+    (good,) = await fill(cluster, topic, 3)
+    bad = MessageQueue(topic, "NoSuchBroker", 0)  # every pull fails: no address for this broker
+    consumer = LitePullConsumer(
+        unique_name("LG"), namesrv_addr=cluster.namesrv, auto_commit=False,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET", instance_name=unique_name("i"),
+        pull_time_delay_mills_when_exception=100,
+    )
+    consumer.assign([good, bad])
+    await consumer.start()
+    try:
+        got: list[Any] = []
+        failure: PullFailed | None = None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while failure is None and loop.time() < deadline:
+            try:
+                got += await consumer.poll(timeout=0.2)
+            except PullFailed as e:
+                failure = e
+        assert failure is not None, "poll() never reported the failing queue"
+        assert failure.message_queue == bad and failure.failures >= 3 and failure.retriable
+        assert isinstance(failure.__cause__, MQClientError)  # no offset: the broker is unknown
+        got += await poll_until(consumer, 3 - len(got))  # the healthy queue is still served
+        assert sorted(m.queue_offset for m in got) == [0, 1, 2]
     finally:
         await consumer.shutdown()
 

@@ -32,7 +32,7 @@ from rocketq.codec.bodies import (
     TopicRouteData,
     UnlockBatchRequestBody,
 )
-from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.codes import V5_0_0, RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import (
     BoundaryType,
@@ -298,6 +298,11 @@ class MQClientAPI:
         self._namesrv_down = ConditionLog(log, logging.WARNING)
         self._default_timeout = config.mq_client_api_timeout / 1000.0
         self._vip = config.vip_channel_enabled
+        # broker address -> the MQVersion its last answer announced. A code or field newer than
+        # 4.9 goes to a broker only once it has told us it is new enough (docs/interop.md).
+        self.broker_versions: dict[str, int] = {}
+        # brokers announcing 5.x that still refused LITE_PULL_MESSAGE: they get PULL_MESSAGE
+        self._lite_pull_refused: set[str] = set()
 
     def _timeout(self, timeout: float | None) -> float:
         return self._default_timeout if timeout is None else timeout
@@ -388,15 +393,29 @@ class MQClientAPI:
     async def pull_message(
         self, addr: str, header: PullMessageRequestHeader, timeout: float
     ) -> PullResultExt:
-        """PULL_MESSAGE (LITE_PULL_MESSAGE when the lite-pull flag is set), records undecoded.
+        """PULL_MESSAGE, records undecoded; LITE_PULL_MESSAGE (5.0's own code, served by its own
+        executor there) when the lite-pull flag is set and ``addr`` announced 5.0 or later.
 
+        4.x brokers know only PULL_MESSAGE (4.x Java lite-pull consumers send it, flag and all);
+        a broker that refuses 361 all the same is remembered and asked with 11 from then on.
         ``timeout`` must cover the long-poll hold (suspend_timeout_millis) plus the round trip.
         """
-        lite = header.sys_flag & PULL_SYS_FLAG_LITE_PULL
-        code = RequestCode.LITE_PULL_MESSAGE if lite else RequestCode.PULL_MESSAGE
-        request = RemotingCommand.request(code, header.to_ext())
+        ext = header.to_ext()
+        if header.sys_flag & PULL_SYS_FLAG_LITE_PULL and self.supports_lite_pull(addr):
+            request = RemotingCommand.request(RequestCode.LITE_PULL_MESSAGE, ext)
+            response = await self.remoting_client.invoke(addr, request, timeout)
+            if response.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                self.broker_versions[addr] = response.version
+                return parse_pull_response(response, addr, header.topic)
+            log.info("broker %s does not support LITE_PULL_MESSAGE, pulling with PULL_MESSAGE", addr)
+            self._lite_pull_refused.add(addr)
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
         response = await self.remoting_client.invoke(addr, request, timeout)
+        self.broker_versions[addr] = response.version
         return parse_pull_response(response, addr, header.topic)
+
+    def supports_lite_pull(self, addr: str) -> bool:
+        return self.broker_versions.get(addr, 0) >= V5_0_0 and addr not in self._lite_pull_refused
 
     # -- offsets ----------------------------------------------------------------------------------
 
@@ -491,6 +510,7 @@ class MQClientAPI:
         response = await self._invoke(addr, RequestCode.HEART_BEAT, None, heartbeat.to_json(), timeout)
         if response.code != ResponseCode.SUCCESS:
             raise broker_error(response, addr)
+        self.broker_versions[addr] = response.version
         return response.version
 
     async def check_client_in_broker(self, addr: str, group: str, client_id: str,

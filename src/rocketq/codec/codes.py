@@ -189,6 +189,8 @@ class SerializeType(IntEnum):
 # MQVersion ordinal we announce in the `version` header field (V4_9_4): high enough that Java
 # peers expect standard JSON, low enough that no 5.x-only behaviour (GO_AWAY) is assumed of us.
 ROCKETQ_VERSION = 401
+# MQVersion.V5_0_0: what a peer announcing at least this knows RocketMQ 5.0's codes and fields.
+V5_0_0 = 413
 
 # Client-local pseudo codes (never on the wire), as the Java client uses them.
 RPC_UNKNOWN = -1000

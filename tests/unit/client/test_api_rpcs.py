@@ -154,6 +154,11 @@ async def api() -> AsyncIterator[MQClientAPI]:
         await client.close()
 
 
+def _version(cmd: RemotingCommand, version: int) -> RemotingCommand:
+    cmd.version = version
+    return cmd
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -242,7 +247,8 @@ async def test_pull_view_and_query(scripted: Scripted, api: MQClientAPI) -> None
     a = scripted.addr
     two = stored_record(0, "A") + stored_record(1, "B")
     scripted.on(RequestCode.PULL_MESSAGE, lambda req: pull_answer(0, two))
-    scripted.on(RequestCode.LITE_PULL_MESSAGE, lambda req: pull_answer(0, stored_record(0, "A")))
+    one = stored_record(0, "A")
+    scripted.on(RequestCode.LITE_PULL_MESSAGE, lambda req: _version(pull_answer(0, one), 413))
     big = b"q" * 9000
     compressed = stored_record(5, body=zlib.compress(big), sys_flag=MessageSysFlag.COMPRESSED_FLAG)
     scripted.on(RequestCode.VIEW_MESSAGE_BY_ID, RemotingCommand.response(0, None, None, compressed))
@@ -251,8 +257,22 @@ async def test_pull_view_and_query(scripted: Scripted, api: MQClientAPI) -> None
     r = await api.pull_message(a, header, 2.0)
     assert r.status is PullStatus.FOUND and bytes(r.message_binary) == two
     lite = PullMessageRequestHeader("G", "T", 0, 0, 32, 0x4 | 0x10, 0, 0, 0, subscription="*")
-    assert bytes((await api.pull_message(a, lite, 2.0)).message_binary) == stored_record(0, "A")
-    assert [q.code for q in scripted.requests] == [11, 361]
+    assert bytes((await api.pull_message(a, lite, 2.0)).message_binary) == two
+    # the broker announced V4_9_4: a 4.x broker knows no 361, so lite pulls stay on 11
+    assert [q.code for q in scripted.requests] == [11, 11]
+    assert scripted.requests[1].ext_fields["sysFlag"] == "20"  # type: ignore[index]
+    assert api.broker_versions[a] == 401 and not api.supports_lite_pull(a)
+    # an answer announcing V5_0_0 lets the next lite pull use 5.0's own code
+    scripted.answers[RequestCode.PULL_MESSAGE] = lambda req: _version(pull_answer(0, two), 413)
+    await api.pull_message(a, header, 2.0)
+    assert bytes((await api.pull_message(a, lite, 2.0)).message_binary) == one
+    assert [q.code for q in scripted.requests[2:]] == [11, 361]
+    # a 5.x-announcing broker that refuses 361 is asked again with 11, now and from then on
+    refused = RemotingCommand.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "type 361 not supported")
+    scripted.answers[RequestCode.LITE_PULL_MESSAGE] = lambda req: _version(refused, 413)
+    for _ in range(2):
+        assert bytes((await api.pull_message(a, lite, 2.0)).message_binary) == two
+    assert [q.code for q in scripted.requests[4:]] == [361, 11, 11] and not api.supports_lite_pull(a)
     assert (await api.view_message(a, 500)).body == big
     query = QueryMessageRequestHeader("T", "k", 32, 0, 1)
     assert await api.query_message(a, query) == []

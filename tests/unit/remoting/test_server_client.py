@@ -71,7 +71,8 @@ async def test_answer_to_a_cancelled_request_is_dropped_quietly(
     client: RemotingClient, addr: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A consumer shutting down cancels its long polls; the broker answers them moments later.
-    waiting = asyncio.ensure_future(client.invoke(addr, RemotingCommand.request(SLOW, {"sleep": "0.2"}), 10.0))
+    slow = RemotingCommand.request(SLOW, {"sleep": "0.2"})
+    waiting = asyncio.ensure_future(client.invoke(addr, slow, 10.0))
     await asyncio.sleep(0.05)
     (channel,) = client.channels
     assert channel.pending_requests == 1

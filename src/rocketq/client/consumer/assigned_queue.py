@@ -19,6 +19,7 @@ class AssignedQueue:
 
     __slots__ = (
         "consume_offset",
+        "failures",
         "generation",
         "message_queue",
         "paused",
@@ -38,6 +39,7 @@ class AssignedQueue:
         # Bumped by every seek: a pull answer from before the seek is thrown away.
         self.generation = 0
         self.task: asyncio.Task[None] | None = None
+        self.failures = 0  # pulls failed in a row
 
 
 class PolledBatch:

@@ -40,7 +40,7 @@ from rocketq.client.rebalance.allocate import allocate_strategy
 from rocketq.client.rebalance.impl import RebalanceLitePullImpl, broker_addr_for_admin
 from rocketq.codec.bodies import ConsumeType, MessageModel, MessageQueue, SubscriptionData
 from rocketq.codec.message import MessageExt
-from rocketq.errors import InvalidArgument, ServiceStateError
+from rocketq.errors import InvalidArgument, MQClientError, PullFailed, ServiceStateError
 
 __all__ = ["LitePullConsumer", "SubscriptionType"]
 
@@ -48,6 +48,9 @@ log = logging.getLogger("rocketq.client")
 
 FLOW_CONTROL_DELAY = 0.05
 PAUSE_DELAY = 1.0
+# Pulls of one queue failing in a row (one per pull_time_delay_mills_when_exception) before poll()
+# raises: a broker restart or a route change costs one or two, a broker that cannot serve us all.
+PULL_FAILURES_TO_RAISE = 3
 _PULL_FLAGS = PULL_SYS_FLAG_SUSPEND | PULL_SYS_FLAG_SUBSCRIPTION | PULL_SYS_FLAG_LITE_PULL
 
 
@@ -81,6 +84,7 @@ class LitePullConsumer(ConsumerInner):
             self, self._group_wire, cfg.message_model, allocate_strategy(cfg.allocate_message_queue_strategy)
         )
         self._assigned: dict[MessageQueue, AssignedQueue] = {}
+        self._pull_failure: PullFailed | None = None  # for the next poll() to raise
         self._assign_request: list[MessageQueue] = []
         self._start_offsets: dict[MessageQueue, int] = {}  # decided by the rebalance
         self._cache: collections.deque[PolledBatch] = collections.deque()
@@ -259,10 +263,32 @@ class LitePullConsumer(ConsumerInner):
             except asyncio.CancelledError:
                 raise
             except Exception as e:
-                log.warning("Pull task of %s exception: %r", state.message_queue, e)
                 delay = self._exception_delay()
+                self._pull_failed(state, e)
+            else:
+                if state.failures:
+                    log.info("Pull task of %s recovered after %d failures", state.message_queue,
+                             state.failures)
+                    state.failures = 0
             if delay:
                 await asyncio.sleep(delay)
+
+    def _pull_failed(self, state: AssignedQueue, exc: Exception) -> None:
+        """Count a failed pull; from the ``PULL_FAILURES_TO_RAISE``-th in a row on, ``poll()``
+        raises it (a pull path that keeps failing is the caller's business, not an empty poll)
+        and the log repeats it at DEBUG only."""
+        state.failures += 1
+        n = state.failures
+        mq = state.message_queue
+        log.log(logging.WARNING if n == 1 else logging.DEBUG, "Pull task of %s exception (%d in a row): %r",
+                mq, n, exc)
+        if n >= PULL_FAILURES_TO_RAISE:
+            err = PullFailed(f"pulling {mq} failed {n} times in a row, last: {exc}",
+                             code=getattr(exc, "code", None), broker_addr=getattr(exc, "broker_addr", None),
+                             topic=mq.topic)
+            err.message_queue, err.failures, err.__cause__ = mq, n, exc
+            self._pull_failure = err
+            self._wake()
 
     async def _pull_once(self, state: AssignedQueue) -> float:
         cfg = self.config
@@ -280,8 +306,8 @@ class LitePullConsumer(ConsumerInner):
             return FLOW_CONTROL_DELAY
         mq = state.message_queue
         offset = await self._next_pull_offset(state)
-        if offset < 0:
-            return self._exception_delay()
+        if offset < 0:  # a failed pull as much as one the broker refused: it counts as one
+            raise MQClientError(f"the offset to pull {mq} from could not be read", topic=mq.topic)
         generation = state.generation
         sub = self.rebalance_impl.subscription_inner.get(mq.topic)
         if sub is None:
@@ -340,7 +366,11 @@ class LitePullConsumer(ConsumerInner):
 
     async def poll(self, timeout: float | None = None) -> list[MessageExt]:
         """The next pulled batch (one queue, up to pull_batch_size messages), waiting up to
-        ``timeout`` seconds (default poll_timeout_millis); [] when nothing arrived in time."""
+        ``timeout`` seconds (default poll_timeout_millis); [] when nothing arrived in time.
+
+        Raises ``PullFailed`` once a queue's pulls have failed ``PULL_FAILURES_TO_RAISE`` times in
+        a row (and again after each further failure): pulled batches are still handed out first,
+        and the pulls go on, so polling again recovers once the cause is gone."""
         if self.service_state is not ServiceState.RUNNING:
             raise ServiceStateError("The consumer not running, please start it first.")
         if self.auto_commit:
@@ -362,6 +392,10 @@ class LitePullConsumer(ConsumerInner):
                 if state.message_queue.topic == self._retry_topic:
                     msgs = reset_retry_topic(msgs, self._retry_topic)
                 return msgs
+            failure = self._pull_failure
+            if failure is not None:
+                self._pull_failure = None
+                raise failure
             remaining = deadline - loop.time()
             if remaining <= 0 or self.service_state is not ServiceState.RUNNING:
                 return []

@@ -12,6 +12,7 @@ from typing import Any, Final
 import orjson
 
 from rocketq.codec.bodies._schema import JavaEnum, JsonBody, body, loads_lenient
+from rocketq.codec.codes import V5_0_0
 from rocketq.errors import ProtocolError
 
 __all__ = [
@@ -22,8 +23,8 @@ __all__ = [
     "TopicFilterType",
 ]
 
-# MQVersion.V5_0_0: brokers from this version on append topic-queue mappings to the compressed body.
-_V5_0_0: Final = 413
+# Brokers from MQVersion.V5_0_0 on append topic-queue mappings to the compressed body.
+_V5_0_0: Final = V5_0_0
 # Upper bound on an inflated REGISTER_BROKER body; a real one is a few MiB even with 100k topics.
 _MAX_INFLATED: Final = 256 * 1024 * 1024
 _INT: Final = struct.Struct(">i")
