@@ -170,7 +170,8 @@ class MessageAdmin(AdminBase):
     async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
         """The first offset of ``mq`` stored at or after ``timestamp`` ms."""
         addr = await self.find_broker_addr(mq.broker_name)
-        return await self.api.search_offset(addr, mq, timestamp, self.timeout)
+        return await PullAPIWrapper(self.api, TOOLS_CONSUMER_GROUP).offset_at_or_after(
+            mq, addr, timestamp, self.timeout)
 
     async def query_consume_queue(
         self, addr: str, topic: str, queue_id: int, index: int, count: int, group: str | None = None

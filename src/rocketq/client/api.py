@@ -304,6 +304,11 @@ class MQClientAPI:
         # brokers announcing 5.x that still refused LITE_PULL_MESSAGE: they get PULL_MESSAGE
         self._lite_pull_refused: set[str] = set()
 
+    @property
+    def default_timeout(self) -> float:
+        """Seconds an RPC waits unless told otherwise (mq_client_api_timeout)."""
+        return self._default_timeout
+
     def _timeout(self, timeout: float | None) -> float:
         return self._default_timeout if timeout is None else timeout
 
@@ -473,8 +478,13 @@ class MQClientAPI:
         timeout: float | None = None,
         boundary_type: BoundaryType = BoundaryType.LOWER,
     ) -> int:
-        """The offset of the first (LOWER) / last (UPPER) message stored at ``timestamp`` ms."""
+        """The broker's offset for ``timestamp`` ms: from 5.0 the first (LOWER) / last (UPPER)
+        message stored at it, before 5.0 the nearest one (``PullAPIWrapper.offset_at_or_after``
+        corrects that). 4.x knows no ``boundaryType``: it is sent only for UPPER, LOWER being
+        5.x's default when absent."""
         ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp, boundary_type).to_ext()
+        if boundary_type is BoundaryType.LOWER:
+            ext.pop("boundaryType", None)
         response = await self._invoke(
             self._broker(addr), RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext, b"", timeout
         )

@@ -32,7 +32,7 @@ from rocketq.client.message import PullResultExt, PullStatus
 from rocketq.codec.bodies import MessageQueue, SubscriptionData, TopicList, TopicRouteData
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
-from rocketq.codec.headers import BoundaryType, SendMessageRequestHeader, UpdateConsumerOffsetRequestHeader
+from rocketq.codec.headers import SendMessageRequestHeader, UpdateConsumerOffsetRequestHeader
 from rocketq.errors import RemotingError, RocketQError, TopicNotExist, for_code
 from rocketq.remoting import RemotingClient, new_event_loop
 from rocketq.spark.errors import SourceUnavailableError, SparkOptionError
@@ -192,10 +192,10 @@ class BrokerSession:
             r.addr, MessageQueue(r.topic, r.broker, r.queue_id), self.timeout))
 
     def offsets_for_time(self, refs: Sequence[QueueRef], timestamp_ms: int) -> dict[QueueRef, int]:
-        """First offset stored at or after ``timestamp_ms`` per queue (SEARCH_OFFSET_BY_TIMESTAMP)."""
-        return self._gather(refs, lambda r: self.api.search_offset(
-            r.addr, MessageQueue(r.topic, r.broker, r.queue_id), timestamp_ms, self.timeout,
-            BoundaryType.LOWER))
+        """First offset stored at or after ``timestamp_ms`` per queue: SEARCH_OFFSET_BY_TIMESTAMP,
+        its answer checked against the store times around it (brokers differ)."""
+        return self._gather(refs, lambda r: self.pull_api.offset_at_or_after(
+            MessageQueue(r.topic, r.broker, r.queue_id), r.addr, timestamp_ms, self.timeout))
 
     def commit_offsets(self, group: str, offsets: dict[QueueRef, int]) -> None:
         """Store ``offsets`` (next message to consume) for ``group`` (UPDATE_CONSUMER_OFFSET)."""

@@ -33,6 +33,7 @@ from rocketq.codec.bodies import (
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import (
+    BoundaryType,
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryMessageRequestHeader,
@@ -193,6 +194,10 @@ async def test_offsets_and_queries(scripted: Scripted, api: MQClientAPI) -> None
     a = scripted.addr
     assert await api.get_max_offset(a, mq) == 42 and await api.get_min_offset(a, mq) == 3
     assert await api.search_offset(a, mq, 123) == 7 and await api.get_earliest_msg_storetime(a, mq) == 99
+    # 4.x knows no boundaryType; LOWER is 5.x's default when it is absent
+    assert scripted.requests[-2].ext_fields == {"topic": "T", "queueId": "1", "timestamp": "123"}
+    await api.search_offset(a, mq, 123, boundary_type=BoundaryType.UPPER)
+    assert scripted.requests[-1].ext_fields["boundaryType"] == "UPPER"  # type: ignore[index]
     q = QueryConsumerOffsetRequestHeader("G", "T", 1)
     assert await api.query_consumer_offset(a, q) == -1
     scripted.answers[RequestCode.QUERY_CONSUMER_OFFSET] = RemotingCommand.response(0, None, {"offset": "5"})

@@ -31,7 +31,7 @@ from rocketq.client.message import MessageQueue, PullResult, PullResultExt, Pull
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import PullMessageRequestHeader
-from rocketq.codec.message import MessageSysFlag
+from rocketq.codec.message import MessageExt, MessageSysFlag, encode_message
 from rocketq.errors import BrokerNotFound, ProtocolError, SystemBusy
 
 MQ = MessageQueue("T", "b", 1)
@@ -208,3 +208,67 @@ def test_wrapper_follows_the_clients_decompress_setting() -> None:
     api: Any = RecordingAPI(pull_answer(0))
     api.config = ClientConfig(decode_decompress_body=False)
     assert PullAPIWrapper(api, "G").decompress is False
+
+
+# -- timestamps --------------------------------------------------------------------------------------
+
+
+def nearest_49(times: list[int], lo: int, ts: int) -> int:
+    """RocketMQ 4.9's ConsumeQueue.getOffsetInQueueByTime: a binary search that stops at any
+    message stored at ``ts``, else answers the nearer neighbour (the last message past the end)."""
+    a, b, left, right = lo, len(times) - 1, -1, -1
+    while a <= b:
+        mid = (a + b) // 2
+        if times[mid] == ts:
+            return mid
+        if times[mid] > ts:
+            b, right = mid - 1, mid
+        else:
+            a, left = mid + 1, mid
+    if left == -1:
+        return right
+    if right == -1:
+        return left
+    return right if abs(ts - times[left]) > abs(ts - times[right]) else left
+
+
+class TimedQueue:
+    """A stand-in MQClientAPI over one queue whose message i was stored at ``times[i]``."""
+
+    config = ClientConfig()
+
+    def __init__(self, times: list[int], lo: int, search: Any) -> None:
+        self.times, self.lo, self.search, self.pulls = times, lo, search, 0
+
+    async def search_offset(self, addr: str, mq: MessageQueue, ts: int, timeout: float) -> int:
+        return int(self.search(self.times, self.lo, ts))
+
+    async def pull_message(self, addr: str, header: PullMessageRequestHeader, t: float) -> PullResultExt:
+        self.pulls += 1
+        off, hi, lo = header.queue_offset, len(self.times), self.lo
+        if off < lo:
+            return PullResultExt(PullStatus.OFFSET_ILLEGAL, lo, lo, hi, 0, b"")
+        if off >= hi:
+            return PullResultExt(PullStatus.NO_NEW_MSG, off, lo, hi, 0, b"")
+        end = min(off + header.max_msg_nums, hi)
+        body = b"".join(
+            encode_message(MessageExt(topic="T", body=b"x", queue_offset=i, store_timestamp=self.times[i]))
+            for i in range(off, end))
+        return PullResultExt(PullStatus.FOUND, end, lo, hi, 0, body)
+
+
+def exact_lower(times: list[int], lo: int, ts: int) -> int:
+    return next((i for i in range(lo, len(times)) if times[i] >= ts), len(times))
+
+
+@pytest.mark.parametrize("search", [nearest_49, exact_lower], ids=["rocketmq-4.9", "exact"])
+async def test_offset_at_or_after_holds_whatever_the_broker_guesses(search: Any) -> None:
+    # 40 messages stored in one millisecond (more than a search window), gaps, and a head
+    # already deleted (min offset 5)
+    times = [1000 + 10 * i for i in range(30)] + [1400] * 40 + [1500 + 3 * i for i in range(30)]
+    queue = TimedQueue(times, 5, search)
+    wrapper = PullAPIWrapper(queue, "G")  # type: ignore[arg-type]
+    for ts in [0, 1000, 1049, 1050, 1051, 1290, 1395, 1400, 1401, 1500, 1586, 1587, 1588, 10_000]:
+        want = exact_lower(times, 5, ts)
+        assert await wrapper.offset_at_or_after(MQ, "addr", ts, 1.0) == want, ts
+    assert queue.pulls <= 14 * 4  # one pull each, a few more where 40 share a millisecond

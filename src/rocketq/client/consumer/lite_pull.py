@@ -445,8 +445,9 @@ class LitePullConsumer(ConsumerInner):
         return await self.client.api.get_max_offset(await broker_addr_for_admin(self.client, mq), mq)
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp: int) -> int:
-        return await self.client.api.search_offset(
-            await broker_addr_for_admin(self.client, mq), mq, timestamp
+        """The offset of the first message of ``mq`` stored at or after ``timestamp`` ms."""
+        return await self.pull_api.offset_at_or_after(
+            mq, await broker_addr_for_admin(self.client, mq), timestamp, self.client.api.default_timeout
         )
 
     # -- commits -----------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ queue reads and the Spark connector. It
 * sends it through ``MQClientAPI.pull_message``, which answers a ``PullResultExt`` with the
   records still undecoded (bulk readers stop here);
 * processes the answer: records decoded in bulk, filtered by tag on this side (the broker
-  filters by tag hash only), stamped with MIN_OFFSET / MAX_OFFSET, bodies inflated.
+  filters by tag hash only), stamped with MIN_OFFSET / MAX_OFFSET, bodies inflated;
+* turns a timestamp into the offset of the first message stored at or after it
+  (``offset_at_or_after``), whatever the broker's SEARCH_OFFSET_BY_TIMESTAMP answers.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ __all__ = [
 ]
 
 MASTER_ID: Final = 0
+# Messages read on each side of a broker's answer to SEARCH_OFFSET_BY_TIMESTAMP.
+TIME_SEARCH_WINDOW: Final = 16
 _COMPRESSED: Final = MessageSysFlag.COMPRESSED_FLAG
 _SYS_FLAG = attrgetter("sys_flag")
 _FOUND: Final = PullStatus.FOUND
@@ -231,3 +235,37 @@ class PullAPIWrapper:
         ``process_pull_result``; ``tags`` default to the subscription's."""
         addr, ext = await self.pull_kernel(mq, sub, offset, max_nums, sys_flag, timeout, addr=addr)
         return self.process_pull_result(mq, ext, addr, tag_filter(sub) if tags is None else tags)
+
+    async def offset_at_or_after(self, mq: MessageQueue, addr: str, timestamp: int, timeout: float) -> int:
+        """The offset of the first message of ``mq`` stored at or after ``timestamp`` ms (the max
+        offset when there is none), read from ``addr``.
+
+        SEARCH_OFFSET_BY_TIMESTAMP is only a guess: a 4.x broker answers the message *nearest*
+        the time (one side or the other), any one of several stored in the same millisecond,
+        and the last message rather than the end when the time is past it. The messages around
+        the guess are read (one pull of ``2 * TIME_SEARCH_WINDOW`` in the common case) and the
+        edge is taken from their store timestamps.
+        """
+        guess = await self.api.search_offset(addr, mq, timestamp, timeout)
+        sub = one_off_subscription(mq.topic)
+        start = max(guess - TIME_SEARCH_WINDOW, 0)
+        floor = 0  # the queue's min offset, once a pull told it
+        seen_before = False  # a message stored before ``timestamp`` sits right before ``start``
+        while True:
+            r = await self.pull(mq, sub, start, 2 * TIME_SEARCH_WINDOW, PULL_SYS_FLAG_SUBSCRIPTION, timeout,
+                                tags=(), addr=addr)
+            if r.status is PullStatus.OFFSET_ILLEGAL and start < r.min_offset and floor < r.min_offset:
+                floor = start = r.min_offset  # the window began below the queue's head
+                continue
+            if not r.messages:  # past the end, or nothing readable: the end is the answer
+                return max(min(r.next_begin_offset, r.max_offset), start)
+            first = next((m for m in r.messages if m.store_timestamp >= timestamp), None)
+            if first is None:  # everything read is older: go on after it
+                seen_before = True
+                start = r.next_begin_offset
+                continue
+            if first is not r.messages[0] or seen_before or start <= max(floor, r.min_offset):
+                return first.queue_offset
+            # the window opened on a message already late enough: the edge may lie further back
+            floor = r.min_offset
+            start = max(start - 2 * TIME_SEARCH_WINDOW, floor)
