@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 READY_RE = re.compile(
     r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)(?: \S+=\S+)*\s*$", re.MULTILINE
@@ -382,16 +382,35 @@ def small_store(
 SMALL_STORE = small_store()
 
 
-def module_cluster(name: str, *args: str) -> Any:
-    """A module-scoped pytest fixture running one real `rocketq up` for every test of the module."""
+# The broker as strict as Apache RocketMQ 4.9.8 (rocketq/broker/compat.py): every test of a module
+# whose cluster fixture is built with ``also_as_4_9=True`` runs a second time against it.
+AS_4_9: Final = ("--set", "compatibilityMode=4.9")
+
+
+def module_cluster(name: str, *args: str, also_as_4_9: bool = False) -> Any:
+    """A module-scoped pytest fixture running one real `rocketq up` for every test of the module;
+    with ``also_as_4_9``, the module runs twice: against the broker as it is (test ids end in
+    ``[rocketq]``) and in its 4.9 compatibility mode (``[as-4.9]``)."""
     import pytest
 
-    @pytest.fixture(scope="module")
-    def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
-        c = start_cluster(tmp_path_factory.mktemp(name), *args)
+    def run(tmp_path_factory: pytest.TempPathFactory, mode: tuple[str, ...]) -> Any:
+        c = start_cluster(tmp_path_factory.mktemp(name), *args, *mode)
         try:
             yield c
         finally:
             c.stop()
 
-    return cluster
+    if not also_as_4_9:
+        @pytest.fixture(scope="module")
+        def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
+            yield from run(tmp_path_factory, ())
+
+        return cluster
+
+    modes = {"rocketq": (), "as-4.9": AS_4_9}
+
+    @pytest.fixture(scope="module", params=list(modes), name="cluster")
+    def cluster_in_mode(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+        yield from run(tmp_path_factory, modes[request.param])
+
+    return cluster_in_mode

@@ -155,3 +155,32 @@ def test_progress_connections_and_status_with_live_clients(cluster: Cluster, adm
         consumer.shutdown()
         producer.shutdown()
     assert "not online" in admin.fails("consumerConnection", "-g", unique_name("nobody")).lower()
+
+
+async def test_config_lookups_use_5x_codes_only_with_a_broker_announcing_5x(cluster: Cluster) -> None:
+    from rocketq.admin import AdminClient
+
+    async with AdminClient(cluster.namesrv) as a:
+        codes: list[int] = []
+        invoke = a._remoting.invoke  # type: ignore[union-attr]
+
+        async def recording(addr: str, request: Any, timeout: float) -> Any:
+            codes.append(request.code)
+            return await invoke(addr, request, timeout)
+
+        a._remoting.invoke = recording  # type: ignore[union-attr, method-assign]
+        group = unique_name("cfg")
+        await a.create_and_update_subscription_group_config(
+            cluster.broker, rocketq.codec.bodies.SubscriptionGroupConfig(group_name=group))  # type: ignore[attr-defined]
+        as_4x = (await a.examine_topic_config(cluster.broker, "TBW102"),
+                 await a.examine_subscription_group_config(cluster.broker, group))
+        assert codes[1:] == [21, 201]  # our broker announces V4_9_4: the whole tables, as 4.x's mqadmin
+        versions = a.api.broker_versions
+        versions[cluster.broker] = 413  # as if the broker had announced V5_0_0 ...
+        topic_5x = await a.examine_topic_config(cluster.broker, "TBW102")
+        assert versions[cluster.broker] == 401  # ... until its next answer says otherwise
+        versions[cluster.broker] = 413
+        group_5x = await a.examine_subscription_group_config(cluster.broker, group)
+        assert codes[3:] == [351, 352] and (topic_5x, group_5x) == as_4x
+        with pytest.raises(rocketq.errors.TopicNotExist):  # type: ignore[attr-defined]
+            await a.examine_topic_config(cluster.broker, unique_name("none"))

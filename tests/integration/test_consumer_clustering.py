@@ -36,7 +36,7 @@ pytestmark = [
 QUEUES = 16
 
 
-cluster = module_cluster("clustering", *SMALL_STORE)
+cluster = module_cluster("clustering", *SMALL_STORE, also_as_4_9=True)
 
 
 async def make_topic(cluster: Cluster, queues: int = QUEUES) -> str:

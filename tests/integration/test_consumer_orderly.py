@@ -25,7 +25,7 @@ pytestmark = [
 QUEUES = 8
 
 
-cluster = module_cluster("orderly", *SMALL_STORE)
+cluster = module_cluster("orderly", *SMALL_STORE, also_as_4_9=True)
 
 
 async def make_topic(cluster: Cluster) -> str:

@@ -24,7 +24,7 @@ pytestmark = [
 
 
 
-cluster = module_cluster("lite", *SMALL_STORE)
+cluster = module_cluster("lite", *SMALL_STORE, also_as_4_9=True)
 
 
 async def make_topic(cluster: Cluster, queues: int) -> str:

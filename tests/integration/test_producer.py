@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.timeout(60)]
 SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
 
 
-cluster = module_cluster("producer", *SMALL_STORE)
+cluster = module_cluster("producer", *SMALL_STORE, also_as_4_9=True)
 
 
 async def pull_all(api: MQClientAPI, addr: str, mq: MessageQueue, *, expect: int, tags: str = "*",
@@ -69,7 +69,7 @@ async def test_send_round_trip_tags_keys_and_ids(cluster: Cluster) -> None:
         [msg] = await pull_all(p.instance.api, addr, r.message_queue, expect=1)
         assert msg.body == b"hello"
         assert msg.tags == "A" and msg.keys == "k1 k2" and msg.properties["color"] == "red"
-        assert msg.uniq_key == r.msg_id and msg.msg_id == r.offset_msg_id
+        assert msg.uniq_key == msg.msg_id == r.msg_id and msg.offset_msg_id == r.offset_msg_id
         assert msg.queue_offset == r.queue_offset == 0
         assert msg.properties["MIN_OFFSET"] == "0" and msg.properties["MAX_OFFSET"] == "1"
         # the client-side tag filter drops what the subscription does not name

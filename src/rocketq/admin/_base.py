@@ -16,7 +16,7 @@ from typing import Any
 from rocketq.client.api import MQClientAPI, broker_error
 from rocketq.client.config import ClientConfig
 from rocketq.codec.bodies import BrokerData, ClusterInfo, TopicRouteData
-from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.codes import V5_0_0, RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.errors import BrokerNotFound, InvalidArgument, NoNameServer, ProtocolError, TopicNotExist
 from rocketq.remoting import RemotingClient
@@ -138,11 +138,16 @@ class AdminBase:
             raise RuntimeError("the admin client is not started: call start() or use 'async with'")
         request = RemotingCommand.request(code, ext, body)
         response = await remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
+        self.api.broker_versions[addr] = response.version
         if response.code not in ok:
             raise broker_error(response, addr)
         return response
 
     # -- cluster and routes -----------------------------------------------------------------------------
+
+    def knows_5x(self, addr: str) -> bool:
+        """Whether ``addr`` has announced RocketMQ 5.0 or later: only then may it get 5.x's codes."""
+        return self.api.broker_versions.get(addr, 0) >= V5_0_0
 
     async def examine_broker_cluster_info(self) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO: clusters, their broker names and each broker's addresses."""

@@ -20,7 +20,13 @@ from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.fastjson import ObjectKey, loads
 from rocketq.codec.headers import UpdateConsumerOffsetRequestHeader
-from rocketq.errors import MQBrokerError, ProtocolError, ServerError, TopicNotExist
+from rocketq.errors import (
+    MQBrokerError,
+    ProtocolError,
+    ServerError,
+    SubscriptionGroupNotExist,
+    TopicNotExist,
+)
 
 __all__ = ["RETRY_GROUP_TOPIC_PREFIX", "SYSTEM_GROUPS", "GroupAdmin", "mq_table"]
 
@@ -55,8 +61,15 @@ class GroupAdmin(AdminBase):
         await self._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.to_json())
 
     async def examine_subscription_group_config(self, addr: str, group: str) -> SubscriptionGroupConfig:
-        response = await self._call(addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group})
-        return SubscriptionGroupConfig.from_json(self._json(response, "GET_SUBSCRIPTIONGROUP_CONFIG"))
+        """One group's config on ``addr``: GET_SUBSCRIPTIONGROUP_CONFIG from 5.0 on; before, the
+        whole table (what 4.x's mqadmin reads), whose answer also tells the version."""
+        if self.knows_5x(addr):
+            response = await self._call(addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group})
+            return SubscriptionGroupConfig.from_json(self._json(response, "GET_SUBSCRIPTIONGROUP_CONFIG"))
+        config = (await self.get_all_subscription_group(addr)).get(group)
+        if config is None:
+            raise SubscriptionGroupNotExist(f"the consumer group[{group}] not exist", broker_addr=addr)
+        return config
 
     async def get_all_subscription_group(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
         response = await self._call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)

@@ -6,10 +6,17 @@ import logging
 from collections.abc import Mapping
 
 from rocketq.admin._base import AdminBase
-from rocketq.codec.bodies import TopicConfig, TopicFilterType, TopicList, TopicStatsTable, loads_lenient
+from rocketq.codec.bodies import (
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicFilterType,
+    TopicList,
+    TopicStatsTable,
+    loads_lenient,
+)
 from rocketq.codec.codes import RequestCode
 from rocketq.codec.headers import CreateTopicRequestHeader
-from rocketq.errors import InvalidArgument
+from rocketq.errors import InvalidArgument, TopicNotExist
 
 __all__ = ["ORDER_TOPIC_CONFIG", "SYSTEM_TOPICS", "TopicAdmin", "is_system_topic"]
 
@@ -119,8 +126,17 @@ class TopicAdmin(AdminBase):
         return addrs
 
     async def examine_topic_config(self, addr: str, topic: str) -> TopicConfig:
-        response = await self._call(addr, RequestCode.GET_TOPIC_CONFIG, {"topic": topic})
-        return TopicConfig.from_json(self._json(response, "GET_TOPIC_CONFIG"))
+        """One topic's config on ``addr``: GET_TOPIC_CONFIG from 5.0 on; before, the whole table
+        (GET_ALL_TOPIC_CONFIG, what 4.x's mqadmin reads), whose answer also tells the version."""
+        if self.knows_5x(addr):
+            response = await self._call(addr, RequestCode.GET_TOPIC_CONFIG, {"topic": topic})
+            return TopicConfig.from_json(self._json(response, "GET_TOPIC_CONFIG"))
+        response = await self._call(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        table = TopicConfigSerializeWrapper.from_json(self._json(response, "GET_ALL_TOPIC_CONFIG"))
+        config = table.topic_config_table.get(topic)
+        if config is None:
+            raise TopicNotExist(f"No topic in this broker. topic: {topic}", broker_addr=addr, topic=topic)
+        return config
 
     async def update_topic_perm(
         self, topic: str, perm: int, *, cluster: str | None = None, broker_addr: str | None = None

@@ -75,6 +75,9 @@ class BrokerConfig:
         "ASYNC_MASTER", why="the role is fixed at start")
     # rocketq's Prometheus endpoint (GET /metrics) on the broker's bind address: -1 = off, 0 = a free port.
     metrics_port: int = restart_required(-1, why="the metrics endpoint is started with the broker")
+    # Test-only: "4.9" makes the broker as strict as Apache RocketMQ 4.9.8 (broker/compat.py), so
+    # that the SDK's tests prove it sends nothing a 4.9 broker does not know.
+    compatibility_mode: Literal["", "4.9"] = restart_required("", why="the request table is built at start")
 
     def __post_init__(self) -> None:
         check_port("metricsPort", self.metrics_port, off=True)

@@ -239,7 +239,13 @@ class BrokerController:
 
     def register_processors(self) -> None:
         """Every request code the broker serves, in one place (RocketMQ's registerProcessor)."""
-        self.processors = register_all(self, self.server.register_processor)
+        register = self.server.register_processor
+        if self.broker_config.compatibility_mode == "4.9":
+            from rocketq.broker.compat import strict_4_9_register
+
+            register = strict_4_9_register(register)
+            log.warning("compatibilityMode=4.9: serving only what RocketMQ 4.9.8 serves (a test mode)")
+        self.processors = register_all(self, register)
 
     def _not_ready(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         return request.make_response(ResponseCode.SERVICE_NOT_AVAILABLE,

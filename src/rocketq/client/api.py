@@ -96,6 +96,14 @@ PULL_SYS_FLAG_SUBSCRIPTION: Final = 0x4
 PULL_SYS_FLAG_CLASS_FILTER: Final = 0x8
 PULL_SYS_FLAG_LITE_PULL: Final = 0x10
 
+# Request header fields RocketMQ 5.0 added (RpcRequestHeader's, TopicRequestHeader's, and those of
+# the requests clients send; broker/compat.py has the same list, per code): sent only to brokers
+# that announced 5.0 or later.
+FIELDS_5X: Final = (
+    "bname", "lo", "ns", "nsd", "oway",
+    "maxMsgBytes", "requestSource", "proxyFrowardClientId", "setZeroIfNotFound", "committed",
+)
+
 _SEND_STATUS: Final[dict[int, SendStatus]] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
@@ -318,8 +326,23 @@ class MQClientAPI:
     async def _invoke(
         self, addr: str, code: int, ext: dict[str, str] | None, body: bytes, timeout: float | None
     ) -> RemotingCommand:
-        request = RemotingCommand.request(code, ext, body)
-        return await self.remoting_client.invoke(addr, request, self._timeout(timeout))
+        request = RemotingCommand.request(code, self.fields_for(addr, ext), body)
+        response = await self.remoting_client.invoke(addr, request, self._timeout(timeout))
+        self.broker_versions[addr] = response.version
+        return response
+
+    def knows_5x(self, addr: str) -> bool:
+        """Whether ``addr`` announced RocketMQ 5.0 or later in an answer."""
+        return self.broker_versions.get(addr, 0) >= V5_0_0
+
+    def fields_for(self, addr: str, ext: dict[str, str] | None) -> dict[str, str] | None:
+        """``ext`` without the header fields 5.0 added unless ``addr`` is known to be 5.x: a 4.x
+        broker ignores them, so nothing may depend on one there."""
+        if ext and not self.knows_5x(addr):
+            for key in FIELDS_5X:
+                if key in ext:
+                    del ext[key]
+        return ext
 
     # -- name servers ----------------------------------------------------------------------------
 
@@ -405,7 +428,7 @@ class MQClientAPI:
         a broker that refuses 361 all the same is remembered and asked with 11 from then on.
         ``timeout`` must cover the long-poll hold (suspend_timeout_millis) plus the round trip.
         """
-        ext = header.to_ext()
+        ext = self.fields_for(addr, header.to_ext())
         if header.sys_flag & PULL_SYS_FLAG_LITE_PULL and self.supports_lite_pull(addr):
             request = RemotingCommand.request(RequestCode.LITE_PULL_MESSAGE, ext)
             response = await self.remoting_client.invoke(addr, request, timeout)
@@ -420,7 +443,7 @@ class MQClientAPI:
         return parse_pull_response(response, addr, header.topic)
 
     def supports_lite_pull(self, addr: str) -> bool:
-        return self.broker_versions.get(addr, 0) >= V5_0_0 and addr not in self._lite_pull_refused
+        return self.knows_5x(addr) and addr not in self._lite_pull_refused
 
     # -- offsets ----------------------------------------------------------------------------------
 
@@ -448,8 +471,10 @@ class MQClientAPI:
         self, addr: str, header: UpdateConsumerOffsetRequestHeader
     ) -> None:
         """What push consumers send every persist interval; returns once the frame is queued."""
-        request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext(), oneway=True)
-        await self.remoting_client.invoke_oneway(self._broker(addr), request, self._default_timeout)
+        addr = self._broker(addr)
+        ext = self.fields_for(addr, header.to_ext())
+        request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext, oneway=True)
+        await self.remoting_client.invoke_oneway(addr, request, self._default_timeout)
 
     def _offset(self, response: RemotingCommand, addr: str, key: str = "offset") -> int:
         if response.code != ResponseCode.SUCCESS:
@@ -520,7 +545,6 @@ class MQClientAPI:
         response = await self._invoke(addr, RequestCode.HEART_BEAT, None, heartbeat.to_json(), timeout)
         if response.code != ResponseCode.SUCCESS:
             raise broker_error(response, addr)
-        self.broker_versions[addr] = response.version
         return response.version
 
     async def check_client_in_broker(self, addr: str, group: str, client_id: str,

@@ -18,7 +18,15 @@ from rocketq.codec.frame import DEFAULT_MAX_FRAME_LENGTH
 from rocketq.errors import RocketQError
 from rocketq.remoting.channel import Channel
 
-__all__ = ["BatchHandler", "CloseListener", "Handler", "HandlerResult", "RemotingEndpoint", "handles_runs"]
+__all__ = [
+    "BatchHandler",
+    "CloseListener",
+    "Handler",
+    "HandlerResult",
+    "RemotingEndpoint",
+    "handles_runs",
+    "handles_runs_of",
+]
 
 log = logging.getLogger("rocketq.remoting")
 
@@ -61,6 +69,11 @@ def _runs_handler_of(handler: Handler) -> BatchHandler | None:
         return None
     runs: BatchHandler = getattr(owner, name)
     return runs
+
+
+def handles_runs_of(handler: Handler) -> bool:
+    """Whether registering ``handler`` also registers a batch handler (``handles_runs``)."""
+    return _runs_handler_of(handler) is not None
 
 # How often pending requests are checked against their deadlines while any are pending: a
 # request fails at most this long after its deadline.
