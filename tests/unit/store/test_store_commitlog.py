@@ -34,7 +34,7 @@ def test_append_then_read_round_trip(store: MessageStore) -> None:
     assert m.commit_log_offset == 0 and m.queue_offset == 0
     assert m.store_host == ("127.0.0.1", 10911) and m.born_host == ("10.0.0.9", 5555)
     assert m.store_timestamp == r.store_timestamp
-    assert r.msg_id == offset_msg_id("127.0.0.1", 10911, 0) == m.msg_id
+    assert r.msg_id == offset_msg_id("127.0.0.1", 10911, 0) == m.offset_msg_id
     r2 = store.append_message(msg(body=b"payload-2"))
     assert r2.wrote_offset == r.wrote_bytes and r2.logical_offset == 1
     assert store.max_phy_offset == r.wrote_bytes + r2.wrote_bytes

@@ -43,7 +43,7 @@ def test_pull_buffers_decode_to_exactly_the_stored_messages(store: MessageStore)
     for d, (m, r) in zip(msgs, expected, strict=True):
         assert d.body == m.body and d.topic == m.topic and d.queue_id == 1
         assert d.commit_log_offset == r.wrote_offset and d.queue_offset == r.logical_offset
-        assert d.store_timestamp == r.store_timestamp and d.msg_id == r.msg_id
+        assert d.store_timestamp == r.store_timestamp and d.offset_msg_id == r.msg_id
         assert d.born_host == m.born_host and d.born_timestamp == m.born_timestamp
         assert d.tags == f"T{stored.index((m, r)) % 3}"
         assert store.look_message_by_offset(d.commit_log_offset) == store.commit_log.read(
