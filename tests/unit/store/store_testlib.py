@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rocketq.codec.message import UniqIdGenerator, encode_properties, tags_code
-from rocketq.store import MessageStoreConfig, MessageToStore
+from rocketq.codec.message import UniqIdGenerator, decode_messages, encode_properties, tags_code
+from rocketq.store import GetMessageStatus, MessageStore, MessageStoreConfig, MessageToStore
 
 SMALL = {
     "mapped_file_size_commit_log": 64 * 1024,
@@ -45,3 +45,15 @@ def msg(
         topic, queue_id, body, properties=encode_properties(props), tags_code=tags_code(tags),
         keys=index_keys, born_timestamp=1_700_000_000_000, born_host=("10.0.0.9", 5555), **kw,
     )
+
+
+def bodies(store: MessageStore, topic: str = "TopicA", queue_id: int = 0) -> list[bytes]:
+    """Every body of one queue, read through get_message from the queue's first offset."""
+    out: list[bytes] = []
+    off = store.get_min_offset_in_queue(topic, queue_id)
+    while True:
+        r = store.get_message(topic, queue_id, off, 32)
+        if r.status is not GetMessageStatus.FOUND:
+            return out
+        out += [m.body for m in decode_messages(r.body())]
+        off = r.next_begin_offset

@@ -4,31 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-from store_testlib import msg
+from store_testlib import bodies, msg
 
-from rocketq.codec.message import decode_messages
-from rocketq.store import GetMessageStatus, MessageBatchToStore, MessageStore
+from rocketq.store import MessageBatchToStore, MessageStore
 
 SEG = 64 * 1024
-
-
-def bodies(store: MessageStore, topic: str = "TopicA", queue_id: int = 0) -> list[bytes]:
-    out: list[bytes] = []
-    off = store.get_min_offset_in_queue(topic, queue_id)
-    while True:
-        r = store.get_message(topic, queue_id, off, 32)
-        if r.status is not GetMessageStatus.FOUND:
-            return out
-        out += [m.body for m in decode_messages(r.body())]
-        off = r.next_begin_offset
 
 
 def fill(store: MessageStore, n: int, queues: int = 1, size: int = 100) -> None:
@@ -227,40 +210,6 @@ def test_end_marker_without_next_segment(make_store: Callable[..., MessageStore]
     r3 = s.append_message(msg(body=b"z"))
     assert (r3.wrote_offset, r3.logical_offset) == (SEG, 1)
     assert bodies(s)[0][:1] == b"x" and bodies(s)[1] == b"z" and r.ok
-
-
-@pytest.mark.timeout(60)
-def test_kill_9_never_loses_an_acknowledged_sync_flush_message(tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    script = textwrap.dedent(f"""
-        import asyncio, os, signal, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from store_testlib import msg, small_config
-        from rocketq.store import MessageStore
-
-        async def main():
-            s = MessageStore(small_config({str(root)!r}, flush_disk_type="SYNC_FLUSH"))
-            s.load()
-            await s.start()
-            for i in range(300):
-                r = await s.put_message(msg(body=b"acked-%d" % i))
-                assert r.status.name == "PUT_OK"
-                print(i, flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-
-        asyncio.run(main())
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=50)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    acked = len(proc.stdout.split())
-    assert acked == 300
-    s = MessageStore(__import__("store_testlib").small_config(root))
-    s.load()
-    try:
-        assert s.recovery_report is not None and s.recovery_report.abnormal
-        assert bodies(s) == [b"acked-%d" % i for i in range(acked)]
-    finally:
-        s.close()
 
 
 def test_index_pointing_past_a_cut_log_is_rebuilt_from_its_start(
