@@ -226,7 +226,8 @@ class QueryNotFound(ServerError):
 
 
 class SubscriptionParseFailed(ServerError):
-    code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    # Declared int, as MQClientError.code is: FilterExpressionError inherits from both.
+    code: int = ResponseCode.SUBSCRIPTION_PARSE_FAILED
 
 
 class SubscriptionNotExist(ServerError):

@@ -173,7 +173,7 @@ def _handler(role: str) -> Callable[[argparse.Namespace], int]:
 
 def print_config(plan: ServePlan, out: TextIO) -> None:
     """RocketMQ's ``-p``: the effective config; a table on a terminal, properties text otherwise."""
-    groups = []
+    groups: list[tuple[str, list[object]]] = []
     if plan.namesrv is not None:
         groups.append(("name server", [plan.namesrv, plan.namesrv_server]))
     if plan.broker is not None:

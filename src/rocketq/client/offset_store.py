@@ -128,7 +128,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         return str(addr)
 
     def _timeout(self) -> float:
-        return self._client.config.mq_client_api_timeout / 1000.0
+        return float(self._client.config.mq_client_api_timeout) / 1000.0
 
     async def _read_from_store(self, mq: MessageQueue) -> int:
         try:

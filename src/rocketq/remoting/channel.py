@@ -206,7 +206,7 @@ class Channel:
             # The peer answered, but with a header we cannot read: fail that one request.
             log.warning("bad response header from %s, opaque=%s: %s", self.remote_address, cmd.opaque,
                         cmd.remark)
-            fut.set_exception(cast(RejectedCommand, cmd).error)
+            fut.set_exception(cmd.error)
         else:
             fut.set_result(cmd)
 
@@ -320,7 +320,7 @@ class Connection(asyncio.Protocol):
                 if handler is None:
                     # A rejected frame's code is never registered, so it can only turn up here.
                     if cmd.__class__ is RejectedCommand:
-                        endpoint._reject(cast(RejectedCommand, cmd), channel)
+                        endpoint._reject(cmd, channel)
                     else:
                         endpoint._dispatch(cmd, channel)
                     continue
