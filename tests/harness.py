@@ -13,20 +13,28 @@ is still there to quote when a test fails.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib.util
+import inspect
 import json
+import logging
 import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import pytest
 
 READY_RE = re.compile(
     r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)(?: \S+=\S+)*\s*$", re.MULTILINE
@@ -263,6 +271,44 @@ def start_cluster(
     return Cluster(match["namesrv"], match["broker"], proc, data_dir)
 
 
+NAMESRV_READY = re.compile(r"^READY namesrv=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
+BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """One ``rocketq namesrv`` or ``rocketq broker`` process and the address it announced."""
+
+    name: str
+    addr: str
+    proc: ManagedProcess
+
+
+def start_server(tmp_path: Path, name: str, args: Sequence[str], ready: re.Pattern[str]) -> Server:
+    """``rocketq <args>`` once it printed ``ready`` (its ``addr`` group); stopped if it never does."""
+    proc = start_process([*rocketq_command(), *args], name=name, log_dir=tmp_path / "logs")
+    try:
+        match = proc.wait_for(ready, DEFAULT_READY_TIMEOUT)
+    except BaseException:
+        proc.stop(grace=2.0)
+        raise
+    return Server(name, match["addr"], proc)
+
+
+def start_namesrv_server(tmp_path: Path) -> Server:
+    """A lone ``rocketq namesrv`` on a free port, data under ``tmp_path/ns``."""
+    return start_server(tmp_path, "namesrv", ["namesrv", "--data-dir", str(tmp_path / "ns"),
+                                              "--namesrv-port", "0"], NAMESRV_READY)
+
+
+def start_broker_server(tmp_path: Path, name: str, namesrv: str, *extra: str) -> Server:
+    """A lone ``rocketq broker`` named ``name`` registering with ``namesrv``; ``extra`` flags last."""
+    return start_server(tmp_path, name, [
+        "broker", "--data-dir", str(tmp_path / name), "--broker-port", "0", "-n", namesrv,
+        "--set", f"brokerName={name}", *extra,
+    ], BROKER_READY)
+
+
 @dataclass(frozen=True, slots=True)
 class CompletedRun:
     """A finished client process: exit code, both streams, and whether it hit our timeout."""
@@ -414,3 +460,103 @@ def module_cluster(name: str, *args: str, also_as_4_9: bool = False) -> Any:
         yield from run(tmp_path_factory, modes[request.param])
 
     return cluster_in_mode
+
+
+# -- waiting ------------------------------------------------------------------------------------------------
+
+
+# An AssertionError or a rocketq error (a route a broker has not registered yet) from a check means
+# "not yet"; the last one is raised once time is up.
+
+
+def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Poll ``check`` until it returns something truthy without raising; its value is returned."""
+    from rocketq.errors import RocketQError  # lazily: the harness itself imports without rocketq
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = check()
+            if value:
+                return value
+        except (AssertionError, RocketQError):
+            if time.monotonic() >= deadline:
+                raise
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"condition not met within {timeout} s: {check}")
+        time.sleep(interval)
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.02) -> Any:
+    """``eventually`` on the event loop: the predicate may be sync or return an awaitable."""
+    from rocketq.errors import RocketQError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = predicate()
+            if inspect.isawaitable(value):
+                value = await value
+            if value:
+                return value
+        except (AssertionError, RocketQError):
+            if time.monotonic() >= deadline:
+                raise
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"condition not met within {timeout} s: {predicate}")
+        await asyncio.sleep(interval)
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (to point a client at a cluster that is down)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- `rocketq admin` run in-process against a real cluster ---------------------------------------------------
+
+
+@contextlib.contextmanager
+def _cli_logging_restored() -> Iterator[None]:
+    """main() configures the "rocketq" logger for a command line; put it back for the next test."""
+    logger = logging.getLogger("rocketq")
+    saved = (logger.level, logger.propagate, list(logger.handlers))
+    try:
+        yield
+    finally:
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+        logger.handlers[:] = saved[2]
+
+
+class AdminRun:
+    """``rocketq admin <command> ... -n <namesrv>`` run by ``main()`` with stdout/stderr captured."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], namesrv: str) -> None:
+        self.capsys = capsys
+        self.namesrv = namesrv
+
+    def raw(self, *args: str) -> tuple[int, str, str]:
+        from rocketq.cli.main import main
+
+        self.capsys.readouterr()
+        with _cli_logging_restored():
+            code = main(["admin", *args, "-n", self.namesrv])
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def json(self, *args: str) -> Any:
+        """The command's --json output; fails the test (with stderr) when it does not exit 0."""
+        code, out, err = self.raw(*args, "--json")
+        assert code == 0, f"rocketq admin {' '.join(args)} exited {code}: {err}"
+        return json.loads(out)
+
+    def fails(self, *args: str, code: int = 1) -> str:
+        """The one error line of a command expected to fail with ``code``."""
+        got, out, err = self.raw(*args)
+        assert got == code, f"expected exit {code}, got {got}: {out}{err}"
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("rocketq: error: "), err
+        assert "Traceback" not in err
+        return lines[0]

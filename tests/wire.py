@@ -14,9 +14,7 @@ Typical use::
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import struct
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from tests.harness import wait_until
 
 from rocketq.codec.bodies import TopicConfig, TopicConfigSerializeWrapper, TopicRouteData
 from rocketq.codec.codes import RequestCode, ResponseCode
@@ -287,20 +286,6 @@ async def heartbeat(client: RemotingClient, addr: str, client_id: str, *, produc
                          "producerDataSet": [{"groupName": g} for g in producer_groups],
                          "consumerDataSet": consumers})
     return await invoke(client, addr, RequestCode.HEART_BEAT, {}, body)
-
-
-async def wait_until(predicate: Any, timeout: float = 5.0, interval: float = 0.02) -> Any:
-    """Poll an (async or sync) predicate until it returns something truthy; fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(interval)
 
 
 # -- in-process servers -----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ if str(TESTS_DIR) not in sys.path:
     # harness.py is shared with tests/integration; tests/ is not a package.
     sys.path.insert(0, str(TESTS_DIR))
 
-from harness import ClientRunner, Cluster, CompletedRun, run_process, server_available, start_cluster  # noqa: E402
+from tests.harness import ClientRunner, Cluster, CompletedRun, run_process, server_available, start_cluster  # noqa: E402
 
 COMPAT_DIR = Path(__file__).resolve().parent
 NODE_DIR = COMPAT_DIR / "node"

@@ -12,8 +12,7 @@ import struct
 from collections import defaultdict
 
 import pytest
-
-from harness import ClientRunner, Cluster, assert_client_ok, unique_name
+from tests.harness import ClientRunner, Cluster, assert_client_ok, unique_name
 
 # Two client runs of at most ~40 s each (their own timeouts) bound every test here.
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(90)]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from harness import ClientRunner, Cluster, assert_client_ok, unique_name
+from tests.harness import ClientRunner, Cluster, assert_client_ok, unique_name
 
 # Two client runs of at most ~40 s each (their own timeouts) bound every test here.
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(90)]

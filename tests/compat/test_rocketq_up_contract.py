@@ -10,8 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-
-from harness import start_cluster
+from tests.harness import start_cluster
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(60)]
 

@@ -25,10 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.wire import create_routed_topic
-
-import rocketq
-from harness import (
+from tests.harness import (
     ClientRunner,
     Cluster,
     ManagedProcess,
@@ -37,6 +34,9 @@ from harness import (
     start_process,
     unique_name,
 )
+from tests.wire import create_routed_topic
+
+import rocketq
 from rocketq.admin import AdminClient
 from rocketq.aio import Producer, PushConsumer
 from rocketq.client.consumer import ConsumeStatus

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from campaign import ensure_fd_limit, report, rss_kib, split_tracebacks
 from faultlib import stop, up
-from tests.harness import start_process
-from tests.wire import create_topic, decode_pull, pull, send_batch, wait_until
+from tests.harness import start_process, wait_until
+from tests.wire import create_topic, decode_pull, pull, send_batch
 
 from rocketq.aio import ConsumeStatus, PushConsumer
 from rocketq.codec.codes import ResponseCode

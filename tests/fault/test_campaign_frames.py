@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from campaign import broken_bytes, header_keys, report, rss_kib, sound_frame, split_tracebacks
 from faultlib import stop, up
-from tests.harness import Cluster
-from tests.wire import create_topic, decode_pull, get_route, pull, send_message, wait_until
+from tests.harness import Cluster, wait_until
+from tests.wire import create_topic, decode_pull, get_route, pull, send_message
 
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 
 import pytest
-from tests.harness import Cluster, rocketq_command, start_cluster, unique_name
-from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+from tests.harness import (
+    SMALL_STORE,
+    AdminRun,
+    Cluster,
+    eventually,
+    module_cluster,
+    rocketq_command,
+    unique_name,
+)
 
 from rocketq.admin import SyncAdminClient
 from rocketq.errors import NoPermission
@@ -21,18 +27,7 @@ pytestmark = [pytest.mark.timeout(60)]
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("admin-cluster"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
-    return AdminRun(capsys, cluster.namesrv)
+cluster = module_cluster("admin-cluster", *SMALL_STORE)
 
 
 def _broker_name(admin: AdminRun) -> str:

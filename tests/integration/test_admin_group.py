@@ -4,12 +4,10 @@ consumerStatus, producerConnection, resetOffsetByTime, skipAccumulatedMessage, c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.harness import Cluster, start_cluster, unique_name
-from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
 
 import rocketq
 from rocketq import ConsumeStatus, Message
@@ -20,18 +18,7 @@ pytestmark = [pytest.mark.timeout(90)]
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("admin-group"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
-    return AdminRun(capsys, cluster.namesrv)
+cluster = module_cluster("admin-group", *SMALL_STORE)
 
 
 def _lag(progress: dict[str, Any]) -> dict[int, int]:

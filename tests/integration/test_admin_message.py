@@ -5,12 +5,10 @@ queryMsgByOffset, printMsg, consumeMessage, checkMsgSendRT."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.harness import Cluster, start_cluster, unique_name
-from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
 
 from rocketq.admin import SyncAdminClient
 
@@ -19,18 +17,7 @@ pytestmark = [pytest.mark.timeout(60)]
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("admin-msg"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
-    return AdminRun(capsys, cluster.namesrv)
+cluster = module_cluster("admin-msg", *SMALL_STORE)
 
 
 @pytest.fixture(scope="module")

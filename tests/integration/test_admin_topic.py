@@ -3,29 +3,15 @@ topicClusterList, topicStatus, updateTopicPerm, deleteTopic (parsed from --json)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from tests.harness import Cluster, start_cluster, unique_name
-from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
 
 pytestmark = [pytest.mark.timeout(60)]
 
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("admin-topic"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
-    return AdminRun(capsys, cluster.namesrv)
+cluster = module_cluster("admin-topic", *SMALL_STORE)
 
 
 def test_topic_lifecycle(cluster: Cluster, admin: AdminRun) -> None:

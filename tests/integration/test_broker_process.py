@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.harness import start_cluster
+from tests.harness import start_cluster, wait_until
 from tests.wire import (
     create_topic,
     decode_pull,
@@ -17,7 +17,6 @@ from tests.wire import (
     query_message,
     send_batch,
     send_message,
-    wait_until,
 )
 
 from rocketq.codec.codes import ResponseCode

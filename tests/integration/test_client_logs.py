@@ -9,9 +9,8 @@ import logging
 import socket
 
 import pytest
-from tests.wire import wait_until
+from tests.harness import SMALL_STORE, Cluster, module_cluster, unique_name, wait_until
 
-from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import LitePullConsumer, Producer, PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message

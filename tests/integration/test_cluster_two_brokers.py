@@ -9,13 +9,17 @@ onChannelDestroy, long before the 120 s expiry) while the other broker keeps ser
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.harness import ManagedProcess, rocketq_command, small_store, start_process
+from tests.harness import (
+    Server,
+    small_store,
+    start_broker_server,
+    start_namesrv_server,
+    wait_until,
+)
 from tests.wire import (
     create_topic,
     decode_pull,
@@ -23,7 +27,6 @@ from tests.wire import (
     invoke,
     pull,
     send_message,
-    wait_until,
 )
 
 from rocketq.codec.bodies import ClusterInfo, TopicRouteData
@@ -35,26 +38,7 @@ pytestmark = pytest.mark.timeout(90)
 CLUSTER = "TwoBrokerCluster"
 TOPIC = "TwoBrokerT"
 QUEUES = 3
-NAMESRV_READY = re.compile(r"^READY namesrv=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
-BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
 SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
-
-
-@dataclass(frozen=True, slots=True)
-class Server:
-    name: str
-    addr: str
-    proc: ManagedProcess
-
-
-def _start(tmp_path: Path, name: str, args: list[str], ready: re.Pattern[str]) -> Server:
-    proc = start_process([*rocketq_command(), *args], name=name, log_dir=tmp_path / "logs")
-    try:
-        match = proc.wait_for(ready, 30.0)
-    except BaseException:
-        proc.stop(grace=2.0)
-        raise
-    return Server(name, match["addr"], proc)
 
 
 @pytest.fixture
@@ -62,14 +46,12 @@ def servers(tmp_path: Path) -> Iterator[list[Server]]:
     """[name server, broker-a, broker-b], each its own process with its own data dir."""
     started: list[Server] = []
     try:
-        ns = _start(tmp_path, "namesrv", ["namesrv", "--data-dir", str(tmp_path / "ns"),
-                                          "--namesrv-port", "0"], NAMESRV_READY)
+        ns = start_namesrv_server(tmp_path)
         started.append(ns)
         for name in ("broker-a", "broker-b"):
-            started.append(_start(tmp_path, name, [
-                "broker", "--data-dir", str(tmp_path / name), "--broker-port", "0", "-n", ns.addr,
-                "--set", f"brokerName={name}", "--set", f"brokerClusterName={CLUSTER}", *SMALL_STORE,
-            ], BROKER_READY))
+            started.append(start_broker_server(
+                tmp_path, name, ns.addr, "--set", f"brokerClusterName={CLUSTER}", *SMALL_STORE
+            ))
         yield started
     finally:
         for server in reversed(started):

@@ -11,16 +11,23 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from tests.wire import create_topic, get_route, wait_until
+from tests.harness import (
+    SMALL_STORE,
+    Cluster,
+    free_port,
+    module_cluster,
+    start_cluster,
+    unique_name,
+    wait_until,
+)
+from tests.wire import create_topic, get_route
 
-from harness import SMALL_STORE, Cluster, module_cluster, start_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message
@@ -42,12 +49,6 @@ pytestmark = [
     pytest.mark.timeout(60),
 ]
 
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def consumer_for(namesrv: str, topic: str, listener: Any) -> PushConsumer:

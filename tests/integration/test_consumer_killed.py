@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.harness import SMALL_STORE, Cluster, module_cluster, unique_name, wait_until
 from tests.integration.test_consumer_clustering import (
     Recorder,
     make_topic,
@@ -23,9 +24,6 @@ from tests.integration.test_consumer_clustering import (
     ownership,
     produce,
 )
-from tests.wire import wait_until
-
-from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 
 pytestmark = [pytest.mark.timeout(90)]
 

@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 import pytest
-from tests.wire import create_routed_topic, wait_until
+from tests.harness import SMALL_STORE, Cluster, module_cluster, unique_name, wait_until
+from tests.wire import create_routed_topic
 
-from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.message import Message

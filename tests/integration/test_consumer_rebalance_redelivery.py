@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.harness import SMALL_STORE, Cluster, module_cluster, small_store, unique_name
 from tests.wire import create_routed_topic, wait_until
 
-from harness import SMALL_STORE, Cluster, module_cluster, small_store, unique_name
 from rocketq.aio import LitePullConsumer, PushConsumer
 from rocketq.client.consumer import ConsumeOrderlyStatus, ConsumeStatus
 from rocketq.client.message import Message

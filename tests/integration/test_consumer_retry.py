@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.wire import create_topic, decode_pull, get_route, pull, wait_until
+from tests.harness import Cluster, start_cluster, unique_name, wait_until
+from tests.wire import create_topic, decode_pull, get_route, pull
 
-from harness import Cluster, start_cluster, unique_name
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeConcurrentlyContext, ConsumeStatus, MessageModel
 from rocketq.client.message import Message

@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 import pytest
+from tests.harness import SMALL_STORE, Cluster, eventually, module_cluster, unique_name
 
 import rocketq
-from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq import ConsumeOrderlyStatus, ConsumeStatus, Message
 
 pytestmark = [
@@ -20,13 +20,6 @@ pytestmark = [
 
 
 cluster = module_cluster("sync", *SMALL_STORE)
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def test_the_issue_example(cluster: Cluster) -> None:
@@ -52,7 +45,7 @@ def test_the_issue_example(cluster: Cluster) -> None:
 
         c.register_listener(listener)
         c.start()
-        wait_for(lambda: len(got) >= 2)
+        eventually(lambda: len(got) >= 2)
         time.sleep(0.3)
         assert sorted(m.body for m in got) == [b"body", b"body-b"]  # tag C filtered out
         msg = next(m for m in got if m.body == b"body")
@@ -100,7 +93,7 @@ def test_orderly_sync_and_async_listener_under_the_sync_facade(cluster: Cluster)
         b.subscribe(topic, "*")
         b.register_listener(concurrently)
         with a, b:
-            wait_for(lambda: len(ordered) >= 30 and len(seen_async) >= 30)
+            eventually(lambda: len(ordered) >= 30 and len(seen_async) >= 30)
         assert ordered == list(range(30))
         assert sorted(seen_async, key=int) == [str(i).encode() for i in range(30)]
     finally:

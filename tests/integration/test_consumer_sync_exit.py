@@ -15,9 +15,9 @@ import sys
 import textwrap
 
 import pytest
+from tests.harness import SMALL_STORE, Cluster, module_cluster, run_process, unique_name
 from tests.wire import create_topic, get_route, invoke, send_batch, wait_until
 
-from harness import SMALL_STORE, Cluster, module_cluster, run_process, unique_name
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.remoting import RemotingClient
 

@@ -8,9 +8,9 @@ import collections
 from typing import Any
 
 import pytest
-from tests.wire import create_topic, get_route, wait_until
+from tests.harness import SMALL_STORE, Cluster, module_cluster, unique_name, wait_until
+from tests.wire import create_topic, get_route
 
-from harness import SMALL_STORE, Cluster, module_cluster, unique_name
 from rocketq.aio import LitePullConsumer
 from rocketq.client.message import Message
 from rocketq.client.producer import Producer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from tests.harness import ManagedProcess, rocketq_command, start_process, unique_name
+from tests.harness import ManagedProcess, rocketq_command, start_process, unique_name, wait_until
 
 pytestmark = [pytest.mark.timeout(90)]
 
@@ -71,18 +71,6 @@ def one(data: Samples, name: str, **labels: str) -> float:
     return found[0]
 
 
-async def _until(check: object, timeout: float = 15.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            assert check()  # type: ignore[operator]
-            return
-        except AssertionError:
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-        await asyncio.sleep(0.2)
-
-
 async def test_traffic_counters_lag_and_storage(cluster: MetricsCluster) -> None:
     from rocketq.aio import ConsumeStatus, Message, Producer, PushConsumer
 
@@ -121,7 +109,7 @@ async def test_traffic_counters_lag_and_storage(cluster: MetricsCluster) -> None
         consumer.register_listener(listener)
         await consumer.start()
         try:
-            await _until(lambda: len(got) >= 30)
+            await wait_until(lambda: len(got) >= 30, timeout=15.0)
             assert one(samples(cluster.metrics), "rocketmq_consumer_connections", consumer_group=group) == 1
         finally:
             await consumer.shutdown()  # persists the consumed offsets to the broker

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.harness import wait_until
 
 from rocketq.codec.bodies import (
     ClusterInfo,
@@ -109,13 +110,6 @@ async def register(
 
 async def route(client: RemotingClient, addr: str, topic: str) -> RemotingCommand:
     return await call(client, addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-
-
-async def eventually(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 # -- registration and routes -----------------------------------------------------------------------
@@ -317,14 +311,14 @@ async def test_silent_broker_expires(tmp_path: Path, client: RemotingClient) -> 
         async def u_gone() -> bool:
             return (await route(client, ctl.address, "U")).code == ResponseCode.TOPIC_NOT_EXIST
 
-        await eventually(u_gone)
+        await wait_until(u_gone)
         assert (await route(client, ctl.address, "T")).code == 0
         assert not conn_b.channels  # the name server closed the expired broker's connection
 
         async def t_gone() -> bool:
             return (await route(client, ctl.address, "T")).code == ResponseCode.TOPIC_NOT_EXIST
 
-        await eventually(t_gone)
+        await wait_until(t_gone)
     finally:
         await conn_a.close()
         await conn_b.close()
@@ -343,7 +337,7 @@ async def test_closed_channel_removes_its_broker_at_once(
         data = TopicRouteData.from_json((await route(client, ns.address, "T")).body_bytes())
         return [b.broker_name for b in data.broker_datas] == ["broker-b"]
 
-    await eventually(only_b, timeout=2.0)
+    await wait_until(only_b, timeout=2.0)
 
 
 # -- KV config -----------------------------------------------------------------------------------------
@@ -459,7 +453,7 @@ async def test_updated_expiry_takes_effect(ns: NamesrvController, client: Remoti
     async def gone() -> bool:
         return (await route(client, ns.address, "T")).code == ResponseCode.TOPIC_NOT_EXIST
 
-    await eventually(gone, timeout=10.0)
+    await wait_until(gone, timeout=10.0)
 
 
 # -- several name servers --------------------------------------------------------------------------------

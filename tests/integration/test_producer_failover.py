@@ -8,15 +8,20 @@ typed error at the call.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.harness import ManagedProcess, rocketq_command, small_store, start_process, unique_name
-from tests.wire import create_topic, get_route, wait_until
+from tests.harness import (
+    Server,
+    small_store,
+    start_broker_server,
+    start_namesrv_server,
+    unique_name,
+    wait_until,
+)
+from tests.wire import create_topic, get_route
 
 from rocketq.aio import Producer
 from rocketq.client.message import Message, SendStatus
@@ -25,33 +30,7 @@ from rocketq.remoting import RemotingClient
 
 pytestmark = [pytest.mark.timeout(90)]
 
-NAMESRV_READY = re.compile(r"^READY namesrv=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
-BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
 SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
-
-
-@dataclass(frozen=True, slots=True)
-class Server:
-    name: str
-    addr: str
-    proc: ManagedProcess
-
-
-def _start(tmp_path: Path, name: str, args: list[str], ready: re.Pattern[str]) -> Server:
-    proc = start_process([*rocketq_command(), *args], name=name, log_dir=tmp_path / "logs")
-    try:
-        match = proc.wait_for(ready, 30.0)
-    except BaseException:
-        proc.stop(grace=2.0)
-        raise
-    return Server(name, match["addr"], proc)
-
-
-def _broker(tmp_path: Path, name: str, namesrv: str, *extra: str) -> Server:
-    return _start(tmp_path, name, [
-        "broker", "--data-dir", str(tmp_path / name), "--broker-port", "0", "-n", namesrv,
-        "--set", f"brokerName={name}", *SMALL_STORE, *extra,
-    ], BROKER_READY)
 
 
 @pytest.fixture
@@ -59,11 +38,10 @@ def servers(tmp_path: Path) -> Iterator[list[Server]]:
     """[name server, broker-a, broker-b]."""
     started: list[Server] = []
     try:
-        ns = _start(tmp_path, "namesrv", ["namesrv", "--data-dir", str(tmp_path / "ns"),
-                                          "--namesrv-port", "0"], NAMESRV_READY)
+        ns = start_namesrv_server(tmp_path)
         started.append(ns)
-        started.append(_broker(tmp_path, "broker-a", ns.addr))
-        started.append(_broker(tmp_path, "broker-b", ns.addr))
+        started.append(start_broker_server(tmp_path, "broker-a", ns.addr, *SMALL_STORE))
+        started.append(start_broker_server(tmp_path, "broker-b", ns.addr, *SMALL_STORE))
         yield started
     finally:
         for server in reversed(started):
@@ -113,10 +91,11 @@ async def test_sends_fail_over_when_a_broker_dies(servers: list[Server], fault_e
 
 
 async def test_unknown_topic_without_auto_create(tmp_path: Path) -> None:
-    ns = _start(tmp_path, "namesrv", ["namesrv", "--data-dir", str(tmp_path / "ns"), "--namesrv-port", "0"],
-                NAMESRV_READY)
+    ns = start_namesrv_server(tmp_path)
     try:
-        broker = _broker(tmp_path, "broker-a", ns.addr, "--set", "autoCreateTopicEnable=false")
+        broker = start_broker_server(
+            tmp_path, "broker-a", ns.addr, *SMALL_STORE, "--set", "autoCreateTopicEnable=false"
+        )
         try:
             async with Producer(unique_name("PG"), namesrv_addr=ns.addr) as p:
                 with pytest.raises(TopicRouteNotFound):

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.harness import wait_until
 from tests.wire import (
     create_topic,
     heartbeat,
@@ -17,7 +18,6 @@ from tests.wire import (
     pull,
     send_message,
     start_broker,
-    wait_until,
 )
 
 from rocketq.codec.codes import RequestCode, ResponseCode

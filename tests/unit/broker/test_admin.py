@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from tests.harness import wait_until
 from tests.wire import (
     create_topic,
     get_all_topic_config,
@@ -18,7 +19,6 @@ from tests.wire import (
     in_process_cluster,
     invoke,
     send_message,
-    wait_until,
 )
 
 from rocketq.codec.bodies import KVTable, SubscriptionGroupConfig, TopicConfig

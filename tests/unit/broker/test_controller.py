@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from tests.harness import wait_until
 from tests.wire import (
     BrokerOptions,
     broker_configs,
@@ -19,7 +20,6 @@ from tests.wire import (
     send_message,
     start_broker,
     start_namesrv,
-    wait_until,
 )
 
 from rocketq.broker.controller import BrokerController

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.harness import wait_until
 from tests.wire import (
     decode_pull,
     in_process_cluster,
@@ -14,7 +15,6 @@ from tests.wire import (
     query_message,
     send_batch,
     send_message,
-    wait_until,
 )
 
 from rocketq.codec.codes import RequestCode, ResponseCode

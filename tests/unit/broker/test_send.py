@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from tests.harness import wait_until
 from tests.wire import (
     BrokerOptions,
     batch_body,
@@ -320,8 +321,6 @@ async def test_oneway_send_gets_no_response_but_is_stored(tmp_path: Path) -> Non
         ext = send_header("OneWay", properties=message_properties())
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, b"x", oneway=True)
         await client.invoke_oneway(addr, request)
-        from tests.wire import wait_until
-
         await wait_until(lambda: broker.store.get_max_offset_in_queue("OneWay", 0) == 1)
 
 

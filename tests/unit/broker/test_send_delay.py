@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from tests.harness import wait_until
 from tests.wire import (
     BrokerOptions,
     decode_pull,
@@ -19,7 +20,6 @@ from tests.wire import (
     pull,
     send_message,
     start_broker,
-    wait_until,
 )
 
 from rocketq.broker.schedule import FIRST_DELAY

@@ -4,10 +4,10 @@ and the helpers that turn arguments and values into text."""
 from __future__ import annotations
 
 import argparse
-import socket
 from datetime import datetime
 
 import pytest
+from tests.harness import free_port
 
 from rocketq.cli.admin import _common
 from rocketq.cli.admin._common import bool_arg, cell, format_ts, parse_timestamp, table
@@ -65,12 +65,6 @@ def _one_line(err: str) -> str:
     assert len(lines) == 1 and lines[0].startswith("rocketq: error: "), err
     assert "Traceback" not in err
     return lines[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_every_mqadmin_command_is_there_with_its_option_letters() -> None:
@@ -188,7 +182,7 @@ def test_no_name_server_anywhere_is_a_usage_error(
 def test_cluster_down_is_one_line_exit_1(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NAMESRV_ADDR", f"127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("NAMESRV_ADDR", f"127.0.0.1:{free_port()}")
     for command in (["clusterList"], ["topicStatus", "-t", "T"], ["consumerProgress", "-g", "G"]):
         code, out, err = _run(capsys, "admin", *command)
         assert code == 1 and out == ""

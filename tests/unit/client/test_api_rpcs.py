@@ -5,13 +5,13 @@ Decoding pulled records and the pull wrapper are tested in test_pull_api.py."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 import pytest
+from tests.harness import free_port
 from tests.wire import pull_answer, stored_record
 
 from rocketq.client.api import (
@@ -158,12 +158,6 @@ async def api() -> AsyncIterator[MQClientAPI]:
 def _version(cmd: RemotingCommand, version: int) -> RemotingCommand:
     cmd.version = version
     return cmd
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_route_lookup_fails_over_between_name_servers(scripted: Scripted, api: MQClientAPI) -> None:

@@ -18,15 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from rocketq.broker.config import BrokerConfig
-from rocketq.codec.codes import RequestCode, ResponseCode
-from rocketq.codec.command import RemotingCommand
-from rocketq.config import Update, config_fields, parse_properties
-from rocketq.remoting import RemotingClient
-from rocketq.remoting.config import RemotingServerConfig
-from rocketq.store.config import MessageStoreConfig
-from wire import (
+from tests.harness import wait_until
+from tests.wire import (
     BrokerOptions,
     decode_pull,
     get_route,
@@ -39,8 +32,15 @@ from wire import (
     send_message,
     start_namesrv,
     update_config,
-    wait_until,
 )
+
+from rocketq.broker.config import BrokerConfig
+from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.command import RemotingCommand
+from rocketq.config import Update, config_fields, parse_properties
+from rocketq.remoting import RemotingClient
+from rocketq.remoting.config import RemotingServerConfig
+from rocketq.store.config import MessageStoreConfig
 
 HOUR_MS = 3_600_000
 MB = 1_000_000

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.harness import wait_until
+from tests.wire import get_route, invoke, start_broker, start_namesrv, update_config
 
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.config import Update, config_fields, parse_properties
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.remoting import RemotingClient
-from wire import get_route, invoke, start_broker, start_namesrv, update_config, wait_until
 
 
 @dataclass

@@ -9,6 +9,7 @@ import struct
 import time
 
 import pytest
+from tests.harness import wait_until
 
 from rocketq.codec.codes import RequestCode
 from rocketq.codec.command import RemotingCommand
@@ -17,14 +18,6 @@ from rocketq.errors import RemotingConnectError, RemotingTimeoutError
 from rocketq.remoting import Channel, RemotingClient, RemotingServer
 
 ECHO, SLOW = 1000, 1001  # registered by the `server` fixture (conftest.py)
-
-
-async def _wait_for(predicate: object, timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 async def _read_closed(reader: asyncio.StreamReader, timeout: float = 2.0) -> bool:
@@ -151,7 +144,7 @@ async def test_graceful_stop_lets_in_flight_handlers_answer(client: RemotingClie
     await server.stop(grace=2.0)
     assert (await in_flight).remark == "finished"
     assert not server.channels and not server.is_serving
-    await _wait_for(lambda: not client.channels)
+    await wait_until(lambda: not client.channels)
     with pytest.raises(RemotingConnectError):
         await client.invoke(addr, RemotingCommand.request(SLOW), 1.0)
 
@@ -248,7 +241,7 @@ async def test_close_listeners_and_client_close(addr: str, server: RemotingServe
     await client.close()
     with pytest.raises(RemotingConnectError):
         await pending
-    await _wait_for(lambda: len(server_closed) == 1)
+    await wait_until(lambda: len(server_closed) == 1)
     assert len(client_closed) == 1 and not client_closed[0].is_active
     with pytest.raises(RemotingConnectError):
         await client.invoke(addr, RemotingCommand.request(ECHO))
@@ -266,7 +259,7 @@ async def test_channel_attrs_and_send_after_close(
     channel.attrs["clientId"] = "127.0.0.1@1"
     assert channel.is_active and channel.attrs == {"clientId": "127.0.0.1@1"}
     channel.close()
-    await _wait_for(lambda: not channel.is_active)
+    await wait_until(lambda: not channel.is_active)
     assert channel.send(RemotingCommand.request(ECHO)) is False
     with pytest.raises(Exception, match="closed"):
         await channel.invoke(RemotingCommand.request(ECHO), 1.0)
@@ -290,7 +283,7 @@ async def test_back_pressure_pauses_reading_from_a_peer_that_does_not_read(serve
     )
     loop = asyncio.get_running_loop()
     await loop.sock_sendall(sock, requests)
-    await _wait_for(lambda: served and not served[0]._transport.is_reading(), 3.0)
+    await wait_until(lambda: served and not served[0]._transport.is_reading(), 3.0)
     # Far fewer requests were taken in than sent: the server stopped reading instead of buffering
     # 200 responses of 256 KiB for a peer that does not read them.
     assert len(served) < 200
