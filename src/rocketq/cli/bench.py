@@ -33,6 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rocketq.cli.argtypes import positive, seconds
 from rocketq.cli.errors import CliError
 
 __all__ = ["BenchOptions", "LatencyRecorder", "Sample", "add_commands", "run_bench"]
@@ -129,33 +130,13 @@ class LatencyRecorder:
 # Arguments.
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"{n} must be > 0")
-    return n
-
-
-def _seconds(text: str) -> float:
-    try:
-        n = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} must be >= 0")
-    return n
-
-
 def add_commands(commands: Any) -> None:
     """Add ``bench`` (producer / consumer / e2e) to the ``rocketq`` sub-command parser."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-n", "--namesrv-addr", metavar="ADDR", default=os.environ.get("NAMESRV_ADDR"),
                         help="name server list 'host:port;host:port' (default: $NAMESRV_ADDR)")
     common.add_argument("-t", "--topic", default="BenchmarkTest", help="topic (default: BenchmarkTest)")
-    common.add_argument("-d", "--duration", type=_seconds, default=0.0, metavar="SECONDS",
+    common.add_argument("-d", "--duration", type=seconds, default=0.0, metavar="SECONDS",
                         help="stop after this many seconds (default: run until Ctrl-C)")
     common.add_argument("--plot", metavar="PNG",
                         help="draw TPS and latency over time into PNG (needs matplotlib)")
@@ -163,18 +144,18 @@ def add_commands(commands: Any) -> None:
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                         help="client log level (default: WARNING)")
     send = argparse.ArgumentParser(add_help=False)
-    send.add_argument("--threads", "--concurrency", "-w", dest="threads", type=_positive_int, default=16,
+    send.add_argument("--threads", "--concurrency", "-w", dest="threads", type=positive, default=16,
                       metavar="N", help="concurrent senders (default: 16)")
-    send.add_argument("-s", "--size", type=_positive_int, default=128, metavar="BYTES",
+    send.add_argument("-s", "--size", type=positive, default=128, metavar="BYTES",
                       help="message body size (default: 128)")
-    send.add_argument("--batch", type=_positive_int, default=1, metavar="N",
+    send.add_argument("--batch", type=positive, default=1, metavar="N",
                       help="messages per send request (SEND_BATCH_MESSAGE when > 1; default: 1)")
     mode = send.add_mutually_exclusive_group()
     mode.add_argument("--sync", dest="sync", action="store_true", default=True,
                       help="each sender waits for its send (default)")
     mode.add_argument("--async", dest="sync", action="store_false",
                       help="each sender keeps --window sends in flight")
-    send.add_argument("--window", type=_positive_int, default=64, metavar="N",
+    send.add_argument("--window", type=positive, default=64, metavar="N",
                       help="sends in flight per sender with --async (default: 64)")
     send.add_argument("--tags", help="tag of every message")
     send.add_argument("--keys", action="store_true", help="give every message a unique key (indexed)")

@@ -33,6 +33,7 @@ from typing import Any, Protocol, TextIO
 from rich.console import Console
 from rich.table import Table
 
+from rocketq.cli.argtypes import non_negative, port, positive
 from rocketq.cli.assembly import DEFAULT_DATA_DIR, DEFAULT_HOST, ServeOptions, ServePlan, build_plan
 from rocketq.cli.errors import CliError
 from rocketq.config import Update, config_fields, dump_properties
@@ -59,36 +60,6 @@ class Controller(Protocol):
 
 # ---------------------------------------------------------------------------------------------
 # Arguments.
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535; 0 picks a free one)")
-    return port
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"{n} must be > 0")
-    return n
-
-
-def _non_negative(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} must be >= 0")
-    return n
 
 
 def add_commands(commands: Any) -> None:
@@ -121,20 +92,20 @@ def add_commands(commands: Any) -> None:
         help="also write the log to FILE, rotated by size (like RocketMQ's ~/logs/rocketmqlogs/broker.log)",
     )
     common.add_argument(
-        "--log-max-bytes", metavar="N", type=_positive, default=DEFAULT_LOG_MAX_BYTES,
+        "--log-max-bytes", metavar="N", type=positive, default=DEFAULT_LOG_MAX_BYTES,
         help=f"rotate --log-file when it reaches N bytes (default {DEFAULT_LOG_MAX_BYTES})",
     )
     common.add_argument(
-        "--log-backups", metavar="N", type=_non_negative, default=DEFAULT_LOG_BACKUPS,
+        "--log-backups", metavar="N", type=non_negative, default=DEFAULT_LOG_BACKUPS,
         help=f"rotated files to keep: FILE.1 ... FILE.N (default {DEFAULT_LOG_BACKUPS})",
     )
     namesrv_port = argparse.ArgumentParser(add_help=False)
     namesrv_port.add_argument(
-        "--namesrv-port", type=_port, metavar="N", help="name server port (default 9876; 0 picks a free one)"
+        "--namesrv-port", type=port, metavar="N", help="name server port (default 9876; 0 picks a free one)"
     )
     broker_opts = argparse.ArgumentParser(add_help=False)
     broker_opts.add_argument(
-        "--broker-port", type=_port, metavar="N", help="broker port (default 10911; 0 picks a free one)"
+        "--broker-port", type=port, metavar="N", help="broker port (default 10911; 0 picks a free one)"
     )
     broker_opts.add_argument(
         "-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)",

@@ -20,6 +20,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from rocketq.cli.argtypes import non_negative, positive
+
 if TYPE_CHECKING:
     from rocketq.admin import AdminClient
     from rocketq.client.message import MessageExt
@@ -133,26 +135,6 @@ def bool_arg(text: str) -> bool:
     if low in ("false", "0", "no"):
         return False
     raise argparse.ArgumentTypeError(f"'{text}' is not true or false")
-
-
-def positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"{n} must be > 0")
-    return n
-
-
-def non_negative(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} must be >= 0")
-    return n
 
 
 def mq_dict(mq: MessageQueue) -> dict[str, Any]:
