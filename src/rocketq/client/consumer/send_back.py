@@ -51,47 +51,38 @@ class MessageBackSender:
         return str(addr) if addr is not None else f"{msg.store_host[0]}:{msg.store_host[1]}"
 
     async def send_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
-        consumer = self.consumer
-        try:
-            await consumer.client.api.consumer_send_message_back(
-                self._addr(msg, broker_name),
-                broker_name or "",
-                msg,
-                consumer.group_wire,
-                delay_level,
-                SEND_BACK_TIMEOUT,
-                self.max_reconsume_times(),
-            )
+        max_times = self.max_reconsume_times()
+        if await self._ask_broker(msg, delay_level, max_times, broker_name, "sendMessageBack"):
             return True
-        except Exception as e:
-            log.error("sendMessageBack Exception, %s: %r", consumer.consumer_group, e)
         return await self._resend_to_retry_topic(
-            msg,
-            reconsume_times=msg.reconsume_times + 1,
-            delay_level=3 + msg.reconsume_times,
-            max_times=self.max_reconsume_times(),
+            msg, reconsume_times=msg.reconsume_times + 1, delay_level=3 + msg.reconsume_times,
+            max_times=max_times,
         )
 
     async def send_to_dlq(self, msg: MessageExt, max_times: int, broker_name: str | None) -> bool:
-        consumer = self.consumer
-        try:
-            await consumer.client.api.consumer_send_message_back(
-                self._addr(msg, broker_name),
-                broker_name or "",
-                msg,
-                consumer.group_wire,
-                DEAD_LETTER_DELAY_LEVEL,
-                SEND_BACK_TIMEOUT,
-                max_times,
-            )
+        dlq = DEAD_LETTER_DELAY_LEVEL
+        if await self._ask_broker(msg, dlq, max_times, broker_name, "sendMessageBack to DLQ"):
             return True
-        except Exception as e:
-            log.error("sendMessageBack to DLQ Exception, %s: %r", consumer.consumer_group, e)
         # As a normal message whose reconsume count already reached the limit: the broker's send
         # path moves it to the DLQ.
         return await self._resend_to_retry_topic(
             msg, reconsume_times=msg.reconsume_times, delay_level=0, max_times=msg.reconsume_times
         )
+
+    async def _ask_broker(
+        self, msg: MessageExt, delay_level: int, max_times: int, broker_name: str | None, what: str
+    ) -> bool:
+        """CONSUMER_SEND_MSG_BACK; False (logged) when the broker will not re-queue the message."""
+        consumer = self.consumer
+        try:
+            await consumer.client.api.consumer_send_message_back(
+                self._addr(msg, broker_name), broker_name or "", msg, consumer.group_wire, delay_level,
+                SEND_BACK_TIMEOUT, max_times,
+            )
+            return True
+        except Exception as e:
+            log.error("%s Exception, %s: %r", what, consumer.consumer_group, e)
+            return False
 
     async def _resend_to_retry_topic(
         self, msg: MessageExt, *, reconsume_times: int, delay_level: int, max_times: int
