@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -146,12 +145,6 @@ class BrokerSession:
         if response.code != ResponseCode.SUCCESS:
             raise for_code(response.code, response.remark)
         return sorted(TopicList.from_json(response.body_bytes()).topic_list)
-
-    def resolve_topics(self, topics: Sequence[str] | None, pattern: str | None) -> list[str]:
-        if pattern is not None:
-            rx = re.compile(pattern)
-            return [t for t in self.all_topics() if rx.fullmatch(t)]
-        return list(topics or ())
 
     def queues(self, topic: str, *, writable: bool = False) -> list[QueueRef]:
         """The topic's readable (or writable) queues on master brokers, sorted."""

@@ -8,6 +8,7 @@ four questions: queues of a topic, min / max offsets and the offsets for a times
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -22,7 +23,7 @@ Key = tuple[str, str, int]
 
 
 class Source(Protocol):
-    def resolve_topics(self, topics: Sequence[str] | None, pattern: str | None) -> list[str]: ...
+    def all_topics(self) -> list[str]: ...
     def queues(self, topic: str, *, writable: bool = False) -> list[QueueRef]: ...
     def min_offsets(self, refs: Sequence[QueueRef]) -> dict[QueueRef, int]: ...
     def max_offsets(self, refs: Sequence[QueueRef]) -> dict[QueueRef, int]: ...
@@ -44,7 +45,11 @@ class QueueRange:
 
 def discover(source: Source, opts: ReadOptions, *, strict: bool = True) -> list[QueueRef]:
     """Every readable queue of the topics the options name; an unknown topic is an error."""
-    topics = source.resolve_topics(opts.topics, opts.topic_pattern)
+    if opts.topic_pattern is not None:
+        rx = re.compile(opts.topic_pattern)
+        topics = [t for t in source.all_topics() if rx.fullmatch(t)]
+    else:
+        topics = list(opts.topics or ())
     refs: list[QueueRef] = []
     for topic in topics:
         found = source.queues(topic)

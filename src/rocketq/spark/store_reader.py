@@ -83,14 +83,6 @@ class StoreDirectory:
     def all_topics(self) -> list[str]:
         return sorted(p.name for p in (self.root / "consumequeue").iterdir() if p.is_dir())
 
-    def resolve_topics(self, topics: Sequence[str] | None, pattern: str | None) -> list[str]:
-        import re
-
-        if pattern is not None:
-            rx = re.compile(pattern)
-            return [t for t in self.all_topics() if rx.fullmatch(t)]
-        return list(topics or ())
-
     def queues(self, topic: str, *, writable: bool = False) -> list[QueueRef]:
         d = self.root / "consumequeue" / topic
         if not d.is_dir():
