@@ -162,17 +162,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
             if mq in keep:
                 if self._unchanged(mq, offset):
                     continue
-                try:
-                    await self.update_consume_offset_to_broker(mq, offset)
-                    log.debug(
-                        "[persistAll] Group: %s ClientId: %s updateConsumeOffsetToBroker %s %d",
-                        self.group_name,
-                        self._client.client_id,
-                        mq,
-                        offset,
-                    )
-                except Exception as e:
-                    log.error("updateConsumeOffsetToBroker exception, %s: %s", mq, e)
+                await self._push(mq, offset, "persistAll", logging.DEBUG)
             else:
                 unused.append(mq)
         for mq in unused:
@@ -183,15 +173,14 @@ class RemoteBrokerOffsetStore(OffsetStore):
         offset = self.offset_table.get(mq)
         if offset is None or self._unchanged(mq, offset):
             return
+        await self._push(mq, offset, "persist", logging.INFO)
+
+    async def _push(self, mq: MessageQueue, offset: int, caller: str, level: int) -> None:
+        """One offset to the broker; a failure is logged, the next persist round retries it."""
         try:
             await self.update_consume_offset_to_broker(mq, offset)
-            log.info(
-                "[persist] Group: %s ClientId: %s updateConsumeOffsetToBroker %s %d",
-                self.group_name,
-                self._client.client_id,
-                mq,
-                offset,
-            )
+            log.log(level, "[%s] Group: %s ClientId: %s updateConsumeOffsetToBroker %s %d",
+                    caller, self.group_name, self._client.client_id, mq, offset)
         except Exception as e:
             log.error("updateConsumeOffsetToBroker exception, %s: %s", mq, e)
 
