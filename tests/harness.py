@@ -309,6 +309,22 @@ def start_broker_server(tmp_path: Path, name: str, namesrv: str, *extra: str) ->
     ], BROKER_READY)
 
 
+@contextlib.contextmanager
+def namesrv_and_brokers(tmp_path: Path, brokers: Sequence[str], *extra: str) -> Iterator[list[Server]]:
+    """[name server, *brokers], each its own process with its own data dir (``extra`` flags go to
+    every broker); stopped in reverse order."""
+    started: list[Server] = []
+    try:
+        ns = start_namesrv_server(tmp_path)
+        started.append(ns)
+        for name in brokers:
+            started.append(start_broker_server(tmp_path, name, ns.addr, *extra))
+        yield started
+    finally:
+        for server in reversed(started):
+            server.proc.stop(grace=DEFAULT_STOP_GRACE)
+
+
 @dataclass(frozen=True, slots=True)
 class CompletedRun:
     """A finished client process: exit code, both streams, and whether it hit our timeout."""

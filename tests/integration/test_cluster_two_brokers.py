@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from tests.harness import (
     Server,
+    namesrv_and_brokers,
     small_store,
-    start_broker_server,
-    start_namesrv_server,
     wait_until,
 )
 from tests.wire import (
@@ -43,19 +42,10 @@ SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
 
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[list[Server]]:
-    """[name server, broker-a, broker-b], each its own process with its own data dir."""
-    started: list[Server] = []
-    try:
-        ns = start_namesrv_server(tmp_path)
-        started.append(ns)
-        for name in ("broker-a", "broker-b"):
-            started.append(start_broker_server(
-                tmp_path, name, ns.addr, "--set", f"brokerClusterName={CLUSTER}", *SMALL_STORE
-            ))
+    """[name server, broker-a, broker-b] of one cluster."""
+    cluster = ("--set", f"brokerClusterName={CLUSTER}", *SMALL_STORE)
+    with namesrv_and_brokers(tmp_path, ("broker-a", "broker-b"), *cluster) as started:
         yield started
-    finally:
-        for server in reversed(started):
-            server.proc.stop(grace=10.0)
 
 
 def _brokers_in(route: TopicRouteData | None) -> dict[str, str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from tests.harness import (
     Server,
+    namesrv_and_brokers,
     small_store,
     start_broker_server,
     start_namesrv_server,
@@ -36,16 +37,8 @@ SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[list[Server]]:
     """[name server, broker-a, broker-b]."""
-    started: list[Server] = []
-    try:
-        ns = start_namesrv_server(tmp_path)
-        started.append(ns)
-        started.append(start_broker_server(tmp_path, "broker-a", ns.addr, *SMALL_STORE))
-        started.append(start_broker_server(tmp_path, "broker-b", ns.addr, *SMALL_STORE))
+    with namesrv_and_brokers(tmp_path, ("broker-a", "broker-b"), *SMALL_STORE) as started:
         yield started
-    finally:
-        for server in reversed(started):
-            server.proc.stop(grace=10.0)
 
 
 async def create_on_both(servers: list[Server], topic: str) -> None:
