@@ -481,45 +481,48 @@ def module_cluster(name: str, *args: str, also_as_4_9: bool = False) -> Any:
 # -- waiting ------------------------------------------------------------------------------------------------
 
 
-# An AssertionError or a rocketq error (a route a broker has not registered yet) from a check means
-# "not yet"; the last one is raised once time is up.
+def _not_yet_errors() -> tuple[type[Exception], ...]:
+    """What a check may raise meaning "not yet": an assertion, or a rocketq error such as the route a
+    broker has not registered yet. Imported late: the harness itself imports without rocketq."""
+    from rocketq.errors import RocketQError
+
+    return AssertionError, RocketQError
+
+
+def _give_up_if_late(deadline: float, failure: Exception | None, timeout: float, check: object) -> None:
+    """Past the deadline, the last failure (or a plain "not met") ends the wait."""
+    if time.monotonic() >= deadline:
+        if failure is not None:
+            raise failure
+        raise AssertionError(f"condition not met within {timeout} s: {check}")
 
 
 def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
     """Poll ``check`` until it returns something truthy without raising; its value is returned."""
-    from rocketq.errors import RocketQError  # lazily: the harness itself imports without rocketq
-
     deadline = time.monotonic() + timeout
     while True:
+        failure = None
         try:
-            value = check()
-            if value:
+            if value := check():
                 return value
-        except (AssertionError, RocketQError):
-            if time.monotonic() >= deadline:
-                raise
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"condition not met within {timeout} s: {check}")
+        except _not_yet_errors() as e:
+            failure = e
+        _give_up_if_late(deadline, failure, timeout, check)
         time.sleep(interval)
 
 
 async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.02) -> Any:
     """``eventually`` on the event loop: the predicate may be sync or return an awaitable."""
-    from rocketq.errors import RocketQError
-
     deadline = time.monotonic() + timeout
     while True:
+        failure = None
         try:
             value = predicate()
-            if inspect.isawaitable(value):
-                value = await value
-            if value:
+            if value := (await value if inspect.isawaitable(value) else value):
                 return value
-        except (AssertionError, RocketQError):
-            if time.monotonic() >= deadline:
-                raise
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"condition not met within {timeout} s: {predicate}")
+        except _not_yet_errors() as e:
+            failure = e
+        _give_up_if_late(deadline, failure, timeout, predicate)
         await asyncio.sleep(interval)
 
 
