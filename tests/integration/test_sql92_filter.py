@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.harness import SMALL_STORE, Cluster, module_cluster, start_cluster, unique_name
 from tests.wire import create_routed_topic, decode_pull, pull, wait_until
 
-from harness import SMALL_STORE, Cluster, module_cluster, start_cluster, unique_name
 from rocketq.aio import LitePullConsumer, MessageSelector, PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message

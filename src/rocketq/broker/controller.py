@@ -239,7 +239,7 @@ class BrokerController:
 
     def register_processors(self) -> None:
         """Every request code the broker serves, in one place (RocketMQ's registerProcessor)."""
-        register = self.server.register_processor
+        register: Callable[[int, Any], None] = self.server.register_processor
         if self.broker_config.compatibility_mode == "4.9":
             from rocketq.broker.compat import strict_4_9_register
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.wire import BrokerOptions, decode_pull, heartbeat, in_process_cluster, invoke, pull, send_message
 
 from rocketq.codec.codes import RequestCode, ResponseCode
-from wire import BrokerOptions, decode_pull, heartbeat, in_process_cluster, invoke, pull, send_message
 
 NOT_SUPPORTED = "The broker does not support consumer to filter message by SQL92"
 ON = BrokerOptions(broker={"enable_property_filter": True})
