@@ -205,6 +205,27 @@ class GroupAdmin(AdminBase):
             return plain
         raise last or MQBrokerError(f"The Consumer <{group}> <{client_id}> not online")
 
+    async def get_consume_status(
+        self, topic: str, group: str, client_id: str | None = None
+    ) -> dict[str, dict[MessageQueue, int]]:
+        """``getConsumerStatus``: each online client's offsets of the group's queues of ``topic``,
+        as the clients hold them (one client with ``client_id``), from every broker of the topic."""
+        ext = {"topic": topic, "group": group}
+        if client_id:
+            ext["clientAddr"] = client_id
+        out: dict[str, dict[MessageQueue, int]] = {}
+        for broker in await self.topic_brokers(topic):
+            if not broker.master_addr:
+                continue
+            code = RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+            response = await self._call(broker.master_addr, code, ext)
+            body = loads(self._json(response, code.name))
+            clients = body.get("consumerTable") if isinstance(body, dict) else None
+            for cid, table in (clients or {}).items():
+                mine = out.setdefault(str(cid), {})
+                mine.update({mq: int(v) for mq, v in mq_table(table, "consumerTable").items()})
+        return {cid: dict(sorted(t.items())) for cid, t in sorted(out.items())}
+
     # -- offsets ------------------------------------------------------------------------------------------
 
     async def reset_offset_by_timestamp(

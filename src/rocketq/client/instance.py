@@ -17,7 +17,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rocketq.client import nsaddr
@@ -102,6 +102,7 @@ class MQClientInstance:
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
         self._heartbeat_lock = asyncio.Lock()
+        self._reset_lock = asyncio.Lock()  # one admin reset at a time (RocketMQ: synchronized)
         self._route_fetches: dict[tuple[str, str | None], asyncio.Future[bool]] = {}
         self._rebalance_service: Any = None
         self._inner_producer: Producer | None = None
@@ -447,6 +448,23 @@ class MQClientInstance:
                 await consumer.persist_consumer_offset()
             except Exception:
                 log.exception("persistConsumerOffset of group %s failed", group)
+
+    # -- what brokers ask on an admin's behalf -------------------------------------------------------
+
+    async def reset_offset(self, topic: str, group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: a push consumer of ``group`` restarts ``topic`` at ``offsets``."""
+        consumer = self.consumer_table.get(group)
+        reset = getattr(consumer, "reset_offset", None)
+        if reset is None:
+            log.info("[reset-offset] consumer does not exist. group=%s", group)
+            return
+        async with self._reset_lock:
+            await reset(topic, offsets)
+
+    def get_consumer_status(self, topic: str, group: str) -> dict[MessageQueue, int]:
+        """GET_CONSUMER_STATUS_FROM_CLIENT: this client's offsets of ``group``'s queues of ``topic``."""
+        store = getattr(self.consumer_table.get(group), "offset_store", None)
+        return store.clone_offset_table(topic) if store is not None else {}
 
     def _start_rebalance_service(self) -> None:
         if self._rebalance_service is not None:

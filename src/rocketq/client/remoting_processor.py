@@ -1,8 +1,10 @@
 """ClientRemotingProcessor: requests a broker sends to a client over the client's own connection.
 
-NOTIFY_CONSUMER_IDS_CHANGED (a consumer joined or left a group: rebalance now) and
-GET_CONSUMER_RUNNING_INFO (``mqadmin consumerStatus``, relayed by the broker). Other broker ->
-client codes are answered REQUEST_CODE_NOT_SUPPORTED by the transport.
+NOTIFY_CONSUMER_IDS_CHANGED (a consumer joined or left a group: rebalance now), and what a broker
+sends on an admin's behalf: RESET_CONSUMER_CLIENT_OFFSET (``mqadmin resetOffsetByTime``),
+GET_CONSUMER_STATUS_FROM_CLIENT (``getConsumerStatus``), GET_CONSUMER_RUNNING_INFO
+(``consumerStatus``) and CONSUME_MESSAGE_DIRECTLY (``queryMsgById -g -d``). Other broker -> client
+codes are answered REQUEST_CODE_NOT_SUPPORTED by the transport.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from rocketq.codec.bodies import ConsumerData
+from rocketq.codec import fastjson
+from rocketq.codec.bodies import ConsumerData, MessageQueue
+from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
+from rocketq.codec.message import decode_message
+from rocketq.errors import ProtocolError
 from rocketq.remoting import Channel, RemotingClient
 
 if TYPE_CHECKING:
@@ -25,6 +31,11 @@ __all__ = ["ClientRemotingProcessor"]
 log = logging.getLogger("rocketq.client")
 
 
+def _mq_order(item: tuple[MessageQueue, int]) -> tuple[str, str, int]:
+    mq = item[0]
+    return mq.topic, mq.broker_name, mq.queue_id
+
+
 class ClientRemotingProcessor:
     def __init__(self, instance: MQClientInstance) -> None:
         self.instance = instance
@@ -32,11 +43,54 @@ class ClientRemotingProcessor:
     def register(self, client: RemotingClient) -> None:
         client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self.notify_consumer_ids_changed)
         client.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self.get_consumer_running_info)
+        client.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self.reset_offset)
+        client.register_processor(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self.get_consume_status)
+        client.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.consume_message_directly)
 
     def notify_consumer_ids_changed(self, request: RemotingCommand, channel: Channel) -> None:
         log.info("receive broker's notification[%s], the consumer group: %s changed, rebalance immediately",
                  channel.remote_address, request.ext("consumerGroup"))
         self.instance.rebalance_immediately()
+
+    async def reset_offset(self, request: RemotingCommand, channel: Channel) -> None:
+        """One-way: the broker's new offsets of a group's topic (a ResetOffsetBody)."""
+        topic = request.ext("topic") or ""
+        group = request.ext("group") or ""
+        log.info(
+            "invoke reset offset operation from broker. brokerAddr=%s, topic=%s, group=%s, timestamp=%s",
+            channel.remote_address, topic, group, request.ext("timestamp"),
+        )
+        offsets: dict[MessageQueue, int] = {}
+        body = request.body_bytes()
+        if body:
+            try:
+                obj = fastjson.loads(body)
+                raw = obj.get("offsetTable", {}) if isinstance(obj, dict) else {}
+                offsets = {mq: int(v) for mq, v in mq_table(raw, "ResetOffsetBody").items()}
+            except (ProtocolError, TypeError, ValueError) as e:
+                log.warning("[reset-offset] bad ResetOffsetBody from %s: %s", channel.remote_address, e)
+                return
+        await self.instance.reset_offset(topic, group, offsets)
+
+    def get_consume_status(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        """GetConsumerStatusBody: this client's offsets of the group's queues of a topic."""
+        table = self.instance.get_consumer_status(request.ext("topic") or "", request.ext("group") or "")
+        entries = [(fastjson.mq_key(mq.topic, mq.broker_name, mq.queue_id), b"%d" % off)
+                   for mq, off in sorted(table.items(), key=_mq_order)]
+        body = fastjson.dumps_mq_table(entries, {"consumerTable": b"{}"}, "messageQueueTable")
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    async def consume_message_directly(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        group = request.ext("consumerGroup") or ""
+        consumer = self.instance.consumer_table.get(group)
+        consume = getattr(consumer, "consume_message_directly", None)
+        if consume is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
+            )
+        msg, _ = decode_message(request.body_bytes())
+        body = await consume(msg, request.ext("brokerName"))
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
 
     def get_consumer_running_info(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """ConsumerRunningInfo JSON: the consumer's own, when it provides ``consumer_running_info()``,

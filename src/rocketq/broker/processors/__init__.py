@@ -116,6 +116,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         (C.CLONE_GROUP_OFFSET, admin_group.clone_group_offset),
         (C.GET_CONSUMER_RUNNING_INFO, admin_group.get_consumer_running_info),
         (C.CONSUME_MESSAGE_DIRECTLY, admin_group.consume_message_directly),
+        (C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, admin_group.get_consumer_status),
     ]
     schedule = ctl.schedule_service
     if schedule is not None:

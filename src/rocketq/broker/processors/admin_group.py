@@ -1,7 +1,8 @@
 """Consumer-group admin of the broker: offset resets and clones, and requests relayed to a consumer.
 
 INVOKE_BROKER_TO_RESET_OFFSET (``mqadmin resetOffsetByTime`` / ``skipAccumulatedMessage``),
-CLONE_GROUP_OFFSET (``cloneGroupOffset``), and GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY,
+CLONE_GROUP_OFFSET (``cloneGroupOffset``), and GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY /
+INVOKE_BROKER_TO_GET_CONSUMER_STATUS (``getConsumerStatus``),
 which the broker forwards to one client over that client's own connection and whose answer it
 relays (RocketMQ's AdminBrokerProcessor.callConsumer).
 """
@@ -11,7 +12,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from rocketq.codec import fastjson
+from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import CommandHeader, GetConsumerRunningInfoRequestHeader, Long, header
@@ -73,6 +77,18 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     topic: str | None = None
     topic_sys_flag: int | None = None
     group_sys_flag: int | None = None
+
+
+@header
+class GetConsumerStatusRequestHeader(CommandHeader):
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223), and GET_CONSUMER_STATUS_FROM_CLIENT (221) to clients.
+
+    ``client_addr`` (a client id, despite the name) narrows the question to one client.
+    """
+
+    topic: str
+    group: str
+    client_addr: str | None = None
 
 
 def reset_offset_body(topic: str, broker_name: str, offsets: dict[int, int]) -> bytes:
@@ -241,6 +257,40 @@ class AdminGroupProcessor:
         return await self._call_consumer(
             RequestCode.CONSUME_MESSAGE_DIRECTLY, forwarded, h.consumer_group, h.client_id
         )
+
+    async def get_consumer_status(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """Each online client's offsets of the group's queues of a topic, as they hold them
+        (GetConsumerStatusBody.consumerTable: client id -> {queue: offset}; RocketMQ's
+        Broker2Client.getConsumeStatus). A client that does not answer is left out."""
+        h = GetConsumerStatusRequestHeader.from_ext(request.ext_fields)
+        info = self._ctl.consumer_manager.get_consumer_group_info(h.group)
+        if info is None:
+            raise SystemError_(f"No Any Consumer online in the consumer group: [{h.group}]")
+        tables: list[bytes] = []
+        for ch, client in list(info.channel_info_table.items()):
+            if h.client_addr and h.client_addr != client.client_id:
+                continue
+            ext = {"topic": h.topic, "group": h.group, "clientAddr": client.client_id}
+            ask = RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, ext)
+            try:
+                answer = await ch.invoke(ask, CALL_CLIENT_TIMEOUT)
+                if answer.code != ResponseCode.SUCCESS or not answer.body_bytes():
+                    continue
+                obj = fastjson.loads(answer.body_bytes())
+                table = mq_table(obj.get("messageQueueTable") or {}, "GetConsumerStatusBody")
+            except Exception as exc:
+                log.error("getConsumeStatus exception, group=%s, client=%s: %s", h.group, client.client_id,
+                          exc)
+                continue
+            entries = b",".join(
+                fastjson.mq_key(mq.topic, mq.broker_name, mq.queue_id) + b":%d" % int(offset)
+                for mq, offset in table.items()
+            )
+            tables.append(orjson.dumps(client.client_id) + b":{" + entries + b"}")
+            if h.client_addr:
+                break
+        body = b'{"consumerTable":{' + b",".join(tables) + b'},"messageQueueTable":{}}'
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
 
     async def _call_consumer(
         self, code: int, request: RemotingCommand, group: str, client_id: str | None

@@ -122,6 +122,11 @@ def register(add: Adder) -> None:
     p.add_argument("-b", "--brokerAddr", dest="broker_addr", help=argparse.SUPPRESS)
     p.add_argument("-s", "--jstack", action="store_true", help="ask for the consumer's thread dump")
 
+    p = add("getConsumerStatus", get_consumer_status, "Show the offsets each consumer holds for a topic")
+    p.add_argument("-g", "--group", required=True, help="consumer group")
+    p.add_argument("-t", "--topic", required=True, help="topic")
+    p.add_argument("-i", "--originClientId", dest="client_id", help="only this client")
+
     p = add("resetOffsetByTime", reset_offset_by_time, "Move a group's offsets of a topic to a point in time")
     p.add_argument("-g", "--group", required=True, help="consumer group")
     p.add_argument("-t", "--topic", required=True, help="topic")
@@ -346,6 +351,19 @@ async def consumer_status(admin: AdminClient, args: argparse.Namespace) -> Resul
         ("ClientId", "ClientAddr", "Language", "ConsumeType", "Status"), rows, f"consumers of {args.group}"
     )
     return Result(out, [t])
+
+
+async def get_consumer_status(admin: AdminClient, args: argparse.Namespace) -> Result:
+    status = await admin.get_consume_status(args.topic, args.group, args.client_id)
+    data = {
+        cid: [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off} for mq, off in t.items()]
+        for cid, t in status.items()
+    }
+    rows = [(cid, q["brokerName"], q["queueId"], q["offset"]) for cid, qs in data.items() for q in qs]
+    t = table(
+        ("#clientId", "#brokerName", "#queueId", "#offset"), rows, f"consumer status of {args.group}"
+    )
+    return Result(data, [t])
 
 
 def _running_info_views(client_id: str, info: dict[str, Any]) -> list[Any]:

@@ -17,16 +17,18 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from rocketq.client.api import PULL_SYS_FLAG_COMMIT_OFFSET, PULL_SYS_FLAG_SUBSCRIPTION, PULL_SYS_FLAG_SUSPEND
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
+from rocketq.client.consumer.consume_directly import consume_message_directly
 from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from rocketq.client.consumer.inner import ConsumerInner
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull_service import PullMessageService, PullRequest
+from rocketq.client.consumer.reset import reset_offset
 from rocketq.client.consumer.running_info import consumer_running_info
 from rocketq.client.consumer.send_back import MessageBackSender
 from rocketq.client.consumer.stats import ConsumeRuntimeStats
@@ -279,6 +281,20 @@ class PushConsumer(ConsumerInner):
 
     def consume_status(self, topic: str) -> ConsumeRuntimeStats:
         return self.stats.consume_status(self._group_wire, self.config.with_namespace(topic))
+
+    # -- what brokers ask on an admin's behalf -----------------------------------------------------
+
+    async def reset_offset(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: restart the owned queues of ``topic`` (wire name) at ``offsets``."""
+        await reset_offset(self, topic, offsets)
+
+    async def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
+        """CONSUME_MESSAGE_DIRECTLY: the listener's verdict on ``msg`` (ConsumeMessageDirectlyResult)."""
+        msgs: Sequence[MessageExt] = reset_retry_topic([msg], self._retry_topic)
+        if self.config.namespace:
+            msgs = self._strip_namespace(msgs)
+        mq = MessageQueue(msgs[0].topic, broker_name or "", msgs[0].queue_id)
+        return await consume_message_directly(self.listener, self.consume_orderly, msgs[0], mq)
 
     # -- rebalance callbacks -----------------------------------------------------------------------
 

@@ -1,0 +1,105 @@
+"""What a broker asks a running consumer on an admin's behalf, against a real `rocketq up`:
+resetOffsetByTime moving a live push consumer back (RESET_CONSUMER_CLIENT_OFFSET), getConsumerStatus
+(GET_CONSUMER_STATUS_FROM_CLIENT through the broker) and queryMsgById -g -d (CONSUME_MESSAGE_DIRECTLY)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.harness import Cluster, start_cluster, unique_name
+from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+
+import rocketq
+from rocketq import ConsumeStatus, Message
+from rocketq.client._sync import run_sync
+
+pytestmark = [pytest.mark.timeout(120)]
+
+CLUSTER = "DefaultCluster"
+N = 10
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("admin-reset"), *SMALL_STORE)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
+    return AdminRun(capsys, cluster.namesrv)
+
+
+def test_reset_by_time_moves_a_live_consumer_back(cluster: Cluster, admin: AdminRun) -> None:
+    topic, group = unique_name("ResetLive"), unique_name("cg")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "2", "-w", "2")
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    producer = rocketq.Producer(unique_name("pg"), namesrv_addr=cluster.namesrv)
+    producer.start()
+    consumer = rocketq.PushConsumer(
+        group,
+        namesrv_addr=cluster.namesrv,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        instance_name=unique_name("i"),
+    )
+    first: list[bytes] = []
+    again: list[bytes] = []
+    replaying = threading.Event()
+    release = threading.Event()
+
+    def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        for m in msgs:
+            if replaying.is_set():
+                again.append(m.body)
+                # Hold the replay so the offsets cannot move past the reset while we look at them.
+                release.wait(60)
+            else:
+                first.append(m.body)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    sent = [producer.send(Message(topic, b"reset-%d" % i)) for i in range(N)]
+    bodies = sorted(b"reset-%d" % i for i in range(N))
+    try:
+        consumer.subscribe(topic, "*")
+        consumer.register_listener(listener)
+        consumer.start()
+        eventually(lambda: len(first) >= N, timeout=30)
+        run_sync(consumer.aio.persist_consumer_offset())
+        eventually(lambda: admin.json("consumerProgress", "-g", group)["diffTotal"] == 0, timeout=30)
+
+        replaying.set()
+        reset = admin.json("resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
+        assert {r["offset"] for r in reset["offsets"]} == {0}
+        # The running consumer starts over from the reset offsets...
+        eventually(lambda: sorted(again) == bodies, timeout=40)
+        # ...and does not put its old offsets back: nothing of the replay is committed yet.
+        run_sync(consumer.aio.persist_consumer_offset())
+        assert admin.json("consumerProgress", "-g", group)["diffTotal"] == N
+        assert sorted(first) == bodies
+
+        release.set()
+        run_sync(consumer.aio.persist_consumer_offset())
+        eventually(lambda: admin.json("consumerProgress", "-g", group)["diffTotal"] == 0, timeout=30)
+
+        client_id = admin.json("consumerConnection", "-g", group)["connectionSet"][0]["clientId"]
+        status = eventually(lambda: admin.json("getConsumerStatus", "-g", group, "-t", topic))
+        assert list(status) == [client_id]
+        assert sum(q["offset"] for q in status[client_id]) == N
+        assert admin.json("getConsumerStatus", "-g", group, "-t", topic, "-i", client_id) == status
+
+        msg_id = sent[0].offset_msg_id
+        assert msg_id
+        out = admin.json("queryMsgById", "-i", msg_id, "-g", group, "-d", client_id)
+        assert out["consumeResult"]["consumeResult"] == "CR_SUCCESS"
+        assert out["consumeResult"]["order"] is False
+        assert again.count(b"reset-0") == 2
+    finally:
+        release.set()
+        consumer.shutdown()
+        producer.shutdown()
