@@ -13,7 +13,7 @@ from tests.harness import Cluster, start_cluster, unique_name
 from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
 
 import rocketq
-from rocketq import ConsumeStatus, Message
+from rocketq import ConsumeOrderlyStatus, ConsumeStatus, Message
 from rocketq.client._sync import run_sync
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -101,5 +101,48 @@ def test_reset_by_time_moves_a_live_consumer_back(cluster: Cluster, admin: Admin
         assert again.count(b"reset-0") == 2
     finally:
         release.set()
+        consumer.shutdown()
+        producer.shutdown()
+
+
+def test_reset_reaches_an_orderly_consumer(cluster: Cluster, admin: AdminRun) -> None:
+    topic, group = unique_name("ResetOrder"), unique_name("cg")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "2", "-w", "2")
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    producer = rocketq.Producer(unique_name("pg"), namesrv_addr=cluster.namesrv)
+    producer.start()
+    consumer = rocketq.PushConsumer(
+        group,
+        namesrv_addr=cluster.namesrv,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        instance_name=unique_name("i"),
+    )
+    seen: list[bytes] = []
+
+    def listener(msgs: list[Any], ctx: Any) -> ConsumeOrderlyStatus:
+        seen.extend(m.body for m in msgs)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    sent = [producer.send(Message(topic, b"order-%d" % i)) for i in range(N)]
+    try:
+        consumer.subscribe(topic, "*")
+        consumer.register_listener(listener, orderly=True)
+        consumer.start()
+        eventually(lambda: len(seen) >= N, timeout=30)
+        run_sync(consumer.aio.persist_consumer_offset())
+        eventually(lambda: admin.json("consumerProgress", "-g", group)["diffTotal"] == 0, timeout=30)
+
+        admin.json("resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
+        eventually(lambda: len(seen) >= 2 * N, timeout=40)
+        assert sorted(seen[N:]) == sorted(seen[:N])
+        run_sync(consumer.aio.persist_consumer_offset())
+        eventually(lambda: admin.json("consumerProgress", "-g", group)["diffTotal"] == 0, timeout=30)
+
+        client_id = admin.json("consumerConnection", "-g", group)["connectionSet"][0]["clientId"]
+        msg_id = sent[-1].offset_msg_id
+        assert msg_id
+        result = admin.json("queryMsgById", "-i", msg_id, "-g", group, "-d", client_id)["consumeResult"]
+        assert (result["consumeResult"], result["order"]) == ("CR_SUCCESS", True)
+    finally:
         consumer.shutdown()
         producer.shutdown()
