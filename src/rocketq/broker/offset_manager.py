@@ -56,6 +56,11 @@ class ConsumerOffsetManager:
         self._ctl = controller
         # "<topic>@<group>" -> {queueId: offset}
         self.offset_table: dict[str, dict[int, int]] = {}
+        # "<topic>@<group>" -> {queueId: the offset an admin set (cloneGroupOffset, resetOffsetByTime)}.
+        # The group got nothing below it by pulling, and GROUP_GET_NUMS (statsAll's OutMsg24Hour)
+        # counts only what a group got, as RocketMQ's counter moves only on pulls. In memory, as
+        # RocketMQ's stats are.
+        self.admin_set: dict[str, dict[int, int]] = {}
         self._version = 0
         self._persisted_version = 0
         self._writer = ConfigFileWriter(self.path, self.encode)
@@ -80,6 +85,16 @@ class ConsumerOffsetManager:
                           "queueId=%d, requestOffset=%d, storeOffset=%d",
                           client_host, key, queue_id, offset, old)
         self._version += 1
+
+    def admin_commit(self, client_host: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        """Offsets an admin moved the group to (resetOffsetByTime): committed, and not consumed."""
+        for queue_id, offset in offsets.items():
+            self.commit_offset(client_host, group, topic, queue_id, offset)
+        self.admin_set.setdefault(topic + TOPIC_GROUP_SEPARATOR + group, {}).update(offsets)
+
+    def consumed_since(self, group: str, topic: str, queue_id: int) -> int:
+        """Where the group's own consumption of the queue starts: the offset an admin last set, else 0."""
+        return self.admin_set.get(topic + TOPIC_GROUP_SEPARATOR + group, {}).get(queue_id, 0)
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when the group never committed one for this queue."""
@@ -111,12 +126,14 @@ class ConsumerOffsetManager:
         queues = self.offset_table.get(topic + TOPIC_GROUP_SEPARATOR + src_group)
         if queues is not None:
             self.offset_table[topic + TOPIC_GROUP_SEPARATOR + dest_group] = dict(queues)
+            self.admin_set[topic + TOPIC_GROUP_SEPARATOR + dest_group] = dict(queues)
             self._version += 1
 
     def remove_offset(self, group: str) -> None:
         """Forget every offset of a consumer group (DELETE_SUBSCRIPTIONGROUP with clean offsets)."""
         for key in [k for k in self.offset_table if k.partition(TOPIC_GROUP_SEPARATOR)[2] == group]:
             del self.offset_table[key]
+            self.admin_set.pop(key, None)
             log.warning("clean group offset, %s", key)
             self._version += 1
 
@@ -124,10 +141,12 @@ class ConsumerOffsetManager:
         """Forget every offset of a topic (DELETE_TOPIC_IN_BROKER)."""
         for key in [k for k in self.offset_table if k.partition(TOPIC_GROUP_SEPARATOR)[0] == topic]:
             del self.offset_table[key]
+            self.admin_set.pop(key, None)
             log.warning("clean topic offset, %s", key)
             self._version += 1
 
     def remove_consumer_offset(self, topic_at_group: str) -> None:
+        self.admin_set.pop(topic_at_group, None)
         if self.offset_table.pop(topic_at_group, None) is not None:
             self._version += 1
 

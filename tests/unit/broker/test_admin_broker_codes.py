@@ -178,6 +178,18 @@ async def test_view_broker_stats_data(tmp_path: Path) -> None:
         assert [put[w]["sum"] for w in ("statsMinute", "statsHour", "statsDay")] == [5, 5, 5]
         assert put["statsMinute"]["tps"] == round(5 / 60, 2)
         assert (await stats("GROUP_GET_NUMS", f"{T}@{G}"))["statsDay"]["sum"] == 2
+        # A group whose offsets were cloned got nothing by pulling (RocketMQ counts only pulls).
+        await invoke(
+            client, addr, RequestCode.CLONE_GROUP_OFFSET, {"srcGroup": G, "destGroup": "G2", "topic": T}
+        )
+        assert (await stats("GROUP_GET_NUMS", f"{T}@G2"))["statsDay"]["sum"] == 0
+        await invoke(
+            client,
+            addr,
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            {"consumerGroup": "G2", "topic": T, "queueId": 0, "commitOffset": 3},
+        )
+        assert (await stats("GROUP_GET_NUMS", f"{T}@G2"))["statsDay"]["sum"] == 1
         assert (await stats("BROKER_PUT_NUMS", "DefaultCluster"))["statsMinute"]["sum"] == 5
         r = await invoke(
             client,

@@ -396,8 +396,9 @@ class AdminBrokerProcessor:
 
         Counts come from the store itself: a topic's puts in a window are the consume-queue entries
         stored since the window began, and a group's gets are those of them below its committed
-        offset (exact for a group that keeps up, a lower bound for one catching up). Nothing is
-        counted on the hot paths for it.
+        offset (exact for a group that keeps up, a lower bound for one catching up) and at or
+        above where an admin last set its offsets (a cloned or reset group got nothing by pulling
+        below that). Nothing is counted on the hot paths for it.
         """
         h = ViewBrokerStatsDataRequestHeader.from_ext(request.ext_fields)
         now = int(time.time() * 1000)
@@ -437,13 +438,15 @@ class AdminBrokerProcessor:
             known = True
             for qid in range(max(cfg.read_queue_nums, cfg.write_queue_nums)):
                 end = store.get_max_offset_in_queue(topic, qid)
+                floor = 0
                 if group is not None:
                     end = min(end, ctl.offset_manager.query_offset(group, topic, qid))
-                if end <= 0:
+                    floor = ctl.offset_manager.consumed_since(group, topic, qid)
+                if end <= floor:
                     continue
                 for i, (_, seconds) in enumerate(STATS_WINDOWS):
                     start = store.get_offset_in_queue_by_time(topic, qid, now - seconds * 1000)
-                    totals[i] += max(0, end - start)
+                    totals[i] += max(0, end - max(start, floor))
         return totals if known else None
 
     # -- runtime info and config ------------------------------------------------------------------------

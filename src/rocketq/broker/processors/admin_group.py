@@ -152,9 +152,7 @@ class AdminGroupProcessor:
             offsets[qid] = target
         if not offsets:
             raise SystemError_("No queues to reset.")
-        host = channel_address(channel)
-        for qid, offset in offsets.items():
-            ctl.offset_manager.commit_offset(host, h.group, h.topic, qid, offset)
+        ctl.offset_manager.admin_commit(channel_address(channel), h.group, h.topic, offsets)
         body = reset_offset_body(h.topic, ctl.broker_name, offsets)
         self._notify_reset(h, body)
         log.info(

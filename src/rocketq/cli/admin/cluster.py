@@ -21,7 +21,7 @@ from rocketq.cli.admin._common import (
 )
 from rocketq.cli.errors import UsageError
 from rocketq.config import check_updatable
-from rocketq.errors import ConfigError, RemotingError, ServerError
+from rocketq.errors import ConfigError, RemotingError, RocketQError, ServerError
 
 if TYPE_CHECKING:
     from rocketq.admin import AdminClient
@@ -296,47 +296,17 @@ async def clean_expired_cq(admin: AdminClient, args: argparse.Namespace) -> Resu
 
 
 async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Result:
-    from rocketq.admin.topics import is_system_topic
-
+    """mqadmin statsAll: every topic but %RETRY%/%DLQ% ones (system topics included), one row per
+    group that consumes it (or one NO_CONSUMER row); ``-a`` keeps the rows with traffic today."""
     topics = [args.topic] if args.topic else await admin.fetch_all_topic_list()
-    system = set() if args.topic else set(await admin.fetch_system_topic_list())
-    rows = []
+    rows: list[dict[str, Any]] = []
     for topic in topics:
-        if topic.startswith(("%RETRY%", "%DLQ%")) or topic in system or is_system_topic(topic):
+        if topic.startswith(("%RETRY%", "%DLQ%")):
             continue
         try:
-            route = await admin.examine_topic_route_info(topic)
-        except ServerError:
-            continue
-        addrs = [b.master_addr for b in route.broker_datas if b.master_addr]
-        in_tps, in_day = 0.0, 0
-        for addr in addrs:
-            try:
-                s = await admin.view_broker_stats_data(addr, "TOPIC_PUT_NUMS", topic)
-            except ServerError:
-                continue
-            in_tps += s.stats_minute.tps
-            in_day += s.stats_day.sum
-        groups = await admin.query_topic_consume_by_who(topic)
-        if args.active and not in_day:
-            continue
-        if not groups:
-            rows.append(_stats_row(topic, "", 0, in_tps, 0.0, in_day, 0))
-            continue
-        for group in groups:
-            out_tps, out_day = 0.0, 0
-            for addr in addrs:
-                try:
-                    s = await admin.view_broker_stats_data(addr, "GROUP_GET_NUMS", f"{topic}@{group}")
-                except ServerError:
-                    continue
-                out_tps += s.stats_minute.tps
-                out_day += s.stats_day.sum
-            try:
-                diff = (await admin.examine_consume_stats(group, topic)).total_diff
-            except ServerError:
-                diff = 0
-            rows.append(_stats_row(topic, group, diff, in_tps, out_tps, in_day, out_day))
+            rows += await _topic_stats(admin, topic, args.active)
+        except RocketQError:
+            continue  # a topic that vanished or whose broker is down: left out, as mqadmin does
     t = table(
         ("Topic", "Consumer Group", "Accumulation", "InTPS", "OutTPS", "InMsg24Hour", "OutMsg24Hour"),
         [
@@ -345,9 +315,9 @@ async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Result:
                 r["consumerGroup"],
                 r["accumulation"],
                 f"{r['inTps']:.2f}",
-                f"{r['outTps']:.2f}",
+                "" if r["noConsumer"] else f"{r['outTps']:.2f}",
                 r["inMsg24Hour"],
-                r["outMsg24Hour"],
+                "NO_CONSUMER" if r["noConsumer"] else r["outMsg24Hour"],
             )
             for r in rows
         ],
@@ -355,10 +325,46 @@ async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Result:
     return Result(rows, [t])
 
 
-def _stats_row(
-    topic: str, group: str, diff: int, in_tps: float, out_tps: float, in_day: int, out_day: int
-) -> dict[str, Any]:
+async def _stats_sum(admin: AdminClient, addrs: list[str], name: str, key: str) -> tuple[float, int]:
+    """(TPS over the last minute, messages in 24 hours) summed over the brokers; a broker without
+    the item (RocketMQ: nothing counted yet) adds nothing."""
+    tps, day = 0.0, 0
+    for addr in addrs:
+        try:
+            s = await admin.view_broker_stats_data(addr, name, key)
+        except RocketQError:
+            continue
+        tps += s.stats_minute.tps
+        day += s.compute_24hour_sum()
+    return tps, day
 
+
+async def _topic_stats(admin: AdminClient, topic: str, active: bool) -> list[dict[str, Any]]:
+    route = await admin.examine_topic_route_info(topic)
+    addrs = [b.master_addr for b in route.broker_datas if b.master_addr]
+    in_tps, in_day = await _stats_sum(admin, addrs, "TOPIC_PUT_NUMS", topic)
+    groups = await admin.query_topic_consume_by_who(topic)
+    if not groups:
+        if active and not in_day:
+            return []
+        return [_stats_row(topic, "", 0, in_tps, None, in_day, None)]
+    rows = []
+    for group in groups:
+        out_tps, out_day = await _stats_sum(admin, addrs, "GROUP_GET_NUMS", f"{topic}@{group}")
+        try:
+            diff = max(0, (await admin.examine_consume_stats(group, topic)).total_diff)
+        except RocketQError:
+            diff = 0
+        if active and not in_day and not out_day:
+            continue
+        rows.append(_stats_row(topic, group, diff, in_tps, out_tps, in_day, out_day))
+    return rows
+
+
+def _stats_row(
+    topic: str, group: str, diff: int, in_tps: float, out_tps: float | None, in_day: int, out_day: int | None
+) -> dict[str, Any]:
+    """One row; ``out_*`` None for a topic nobody consumes (mqadmin's NO_CONSUMER row)."""
     return {
         "topic": topic,
         "consumerGroup": group,
@@ -367,4 +373,5 @@ def _stats_row(
         "outTps": out_tps,
         "inMsg24Hour": in_day,
         "outMsg24Hour": out_day,
+        "noConsumer": out_day is None,
     }
