@@ -8,12 +8,10 @@ as NO_CONSUMER rows, BenchmarkTest included), OutMsg24Hour counting only what a 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.harness import Cluster, start_cluster, unique_name
-from tests.unit.admin.support import SMALL_STORE, AdminRun, eventually
+from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
 
 import rocketq
 from rocketq import ConsumeOrderlyStatus, ConsumeStatus, Message
@@ -25,18 +23,7 @@ CLUSTER = "DefaultCluster"
 N = 10
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("admin-live"), *SMALL_STORE)
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def admin(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> AdminRun:
-    return AdminRun(capsys, cluster.namesrv)
+cluster = module_cluster("admin-live", *SMALL_STORE)
 
 
 def _topic_and_clients(
