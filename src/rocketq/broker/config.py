@@ -63,7 +63,7 @@ class BrokerConfig:
     # SQL92 subscriptions (docs/filters.md): evaluated on message properties at pull time when on.
     enable_property_filter: bool = runtime_updatable(False)
     filter_support_retry: bool = runtime_updatable(False)
-    store_reply_message_enable: bool = not_honoured(True, why="reply messages are always stored")
+    store_reply_message_enable: bool = runtime_updatable(True)
     transaction_time_out: int = not_honoured(6_000, why=_NO_TRANSACTIONS)
     transaction_check_max: int = not_honoured(15, why=_NO_TRANSACTIONS)
     transaction_check_interval: int = not_honoured(30_000, why=_NO_TRANSACTIONS)

@@ -32,6 +32,7 @@ RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"  # MixAll.REPLY_TOPIC_POSTFIX: <cluster>_REPLY_TOPIC
 RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
@@ -216,7 +217,10 @@ class TopicConfigManager:
         entries.append(new_topic_config(RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1, rw))
         entries.append(new_topic_config(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_QUEUE_NUMS, SCHEDULE_QUEUE_NUMS, rw))
         entries.append(new_topic_config(RMQ_SYS_TRACE_TOPIC, 1, 1, rw))
-        self.system_topics.update((bc.broker_cluster_name, bc.broker_name))
+        # Where repliers send (request-reply); never consumed, the broker pushes replies.
+        reply = f"{bc.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}"
+        entries.append(new_topic_config(reply, 1, 1, rw))
+        self.system_topics.update((bc.broker_cluster_name, bc.broker_name, reply))
         for cfg in entries:
             if overwrite or cfg.topic_name not in self.table:
                 self.table[cfg.topic_name] = cfg

@@ -29,6 +29,7 @@ from tests.wire import (
     message_properties,
     pull,
     query_message,
+    send_header,
     send_message,
     start_namesrv,
     update_config,
@@ -550,6 +551,23 @@ async def _filter_support_retry(c: Ctx) -> None:
     assert await retried() == ["1", "2"]
     await c.update("filterSupportRetry", "true")
     assert await retried() == ["2"]
+
+
+@case("storeReplyMessageEnable")
+async def _store_reply_message_enable(c: Ctx) -> None:
+    # No requester is connected, so the push fails (SYSTEM_ERROR) either way; only the store differs.
+    topic = f"{c.broker.broker_config.broker_cluster_name}_REPLY_TOPIC"
+    props = message_properties(extra={"MSG_TYPE": "reply", "REPLY_TO_CLIENT": "nobody@1", "CORRELATION_ID": "c"})
+
+    async def reply() -> None:
+        ext = send_header(topic, properties=props)
+        r = await invoke(c.client, c.addr, RequestCode.SEND_REPLY_MESSAGE_V2, ext, b"pong")
+        assert r.code == ResponseCode.SYSTEM_ERROR and "nobody@1" in (r.remark or ""), r.remark
+    await reply()
+    assert c.store.get_max_offset_in_queue(topic, 0) == 1
+    await c.update("storeReplyMessageEnable", "false")
+    await reply()
+    assert c.store.get_max_offset_in_queue(topic, 0) == 1
 
 
 # -- the cases, run (after every case above has registered) -------------------------------------

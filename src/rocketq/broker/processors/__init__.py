@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
     from rocketq.broker.processors.pull import PullMessageProcessor
     from rocketq.broker.processors.query import QueryMessageProcessor
+    from rocketq.broker.processors.reply import ReplyMessageProcessor
     from rocketq.broker.processors.send import SendMessageProcessor
     from rocketq.codec.command import RemotingCommand
 
@@ -33,6 +34,7 @@ class BrokerProcessors:
     consumer_manage: ConsumerManageProcessor
     admin: AdminBrokerProcessor
     admin_group: AdminGroupProcessor
+    reply: ReplyMessageProcessor
 
 
 def _end_transaction(request: RemotingCommand, channel: Any) -> RemotingCommand:
@@ -54,6 +56,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
     from rocketq.broker.processors.pull import PullMessageProcessor
     from rocketq.broker.processors.query import QueryMessageProcessor
+    from rocketq.broker.processors.reply import ReplyMessageProcessor
     from rocketq.broker.processors.send import SendMessageProcessor
 
     send = SendMessageProcessor(ctl, ctl.rebalance_lock_manager)
@@ -63,6 +66,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     consumer = ConsumerManageProcessor(ctl, ctl.rebalance_lock_manager)
     admin = AdminBrokerProcessor(ctl)
     admin_group = AdminGroupProcessor(ctl)
+    reply = ReplyMessageProcessor(ctl)
 
     table: list[tuple[int, Any]] = [
         # producers
@@ -71,6 +75,9 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         (C.SEND_BATCH_MESSAGE, send.process),
         (C.CONSUMER_SEND_MSG_BACK, send.consumer_send_msg_back),
         (C.END_TRANSACTION, _end_transaction),
+        # request-reply: a replier's answer, pushed to the requester
+        (C.SEND_REPLY_MESSAGE, reply.process),
+        (C.SEND_REPLY_MESSAGE_V2, reply.process),
         # consumers
         (C.PULL_MESSAGE, pull.process),
         (C.LITE_PULL_MESSAGE, pull.process),
@@ -126,4 +133,4 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         table.append((C.GET_ALL_DELAY_OFFSET, get_all_delay_offset))
     for code, handler in table:
         register(int(code), handler)
-    return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group)
+    return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group, reply)
