@@ -32,6 +32,8 @@ COMMON: Final[dict[str, str]] = {
     "MessageQueueSelector": _PRODUCER,
     "SelectMessageQueueByHash": _PRODUCER,
     "SelectMessageQueueByRandom": _PRODUCER,
+    "create_reply_message": _PRODUCER,
+    "RequestCallback": _PRODUCER,
     "ConsumeStatus": _CONSUMER,
     "ConsumeOrderlyStatus": _CONSUMER,
     "ConsumeConcurrentlyContext": _CONSUMER,
@@ -60,6 +62,8 @@ COMMON: Final[dict[str, str]] = {
     "NoNameServer": _ERRORS,
     "TopicRouteNotFound": _ERRORS,
     "PullFailed": _ERRORS,
+    "RequestTimeout": _ERRORS,
+    "CreateReplyMessageError": _ERRORS,
 }
 
 

@@ -427,5 +427,19 @@ class PullFailed(MQClientError):
     failures: int = 0
 
 
+class RequestTimeout(MQClientError):
+    """``Producer.request`` got no reply within its timeout (RocketMQ's RequestTimeoutException,
+    ClientErrorCode.REQUEST_TIMEOUT_EXCEPTION). Not retriable: the request may have been served."""
+
+    code = 10006
+
+
+class CreateReplyMessageError(InvalidArgument):
+    """``create_reply_message`` of a message that is no request: no CLUSTER property (the broker
+    adds it to every stored message) or no message (CREATE_REPLY_MESSAGE_EXCEPTION)."""
+
+    code = 10007
+
+
 class MQBrokerError(ServerError):
     """A broker answered with a code the client has no narrower class for (MQBrokerException)."""

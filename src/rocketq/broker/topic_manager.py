@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocketq.codec.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketq.codec.properties import reply_topic
 from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import InvalidParameter, NoPermission, ProtocolError
 
@@ -32,7 +33,6 @@ RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"  # MixAll.REPLY_TOPIC_POSTFIX: <cluster>_REPLY_TOPIC
 RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
@@ -218,7 +218,7 @@ class TopicConfigManager:
         entries.append(new_topic_config(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_QUEUE_NUMS, SCHEDULE_QUEUE_NUMS, rw))
         entries.append(new_topic_config(RMQ_SYS_TRACE_TOPIC, 1, 1, rw))
         # Where repliers send (request-reply); never consumed, the broker pushes replies.
-        reply = f"{bc.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}"
+        reply = reply_topic(bc.broker_cluster_name)
         entries.append(new_topic_config(reply, 1, 1, rw))
         self.system_topics.update((bc.broker_cluster_name, bc.broker_name, reply))
         for cfg in entries:

@@ -1,25 +1,29 @@
 """ClientRemotingProcessor: requests a broker sends to a client over the client's own connection.
 
-NOTIFY_CONSUMER_IDS_CHANGED (a consumer joined or left a group: rebalance now), and what a broker
+NOTIFY_CONSUMER_IDS_CHANGED (a consumer joined or left a group: rebalance now), what a broker
 sends on an admin's behalf: RESET_CONSUMER_CLIENT_OFFSET (``mqadmin resetOffsetByTime``),
 GET_CONSUMER_STATUS_FROM_CLIENT (``getConsumerStatus``), GET_CONSUMER_RUNNING_INFO
-(``consumerStatus``) and CONSUME_MESSAGE_DIRECTLY (``queryMsgById -g -d``). Other broker -> client
-codes are answered REQUEST_CODE_NOT_SUPPORTED by the transport.
+(``consumerStatus``) and CONSUME_MESSAGE_DIRECTLY (``queryMsgById -g -d``), and
+PUSH_REPLY_MESSAGE_TO_CLIENT (the reply to a ``Producer.request``). Other broker -> client codes are
+answered REQUEST_CODE_NOT_SUPPORTED by the transport.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 import orjson
 
+from rocketq.client.producer.request import complete_request
 from rocketq.codec import fastjson
 from rocketq.codec.bodies import ConsumerData, MessageQueue
 from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
-from rocketq.codec.message import decode_message
+from rocketq.codec.message import MessageExt, MessageSysFlag, decode_message, decompress_body
+from rocketq.codec.properties import MessageConst, decode_properties
 from rocketq.errors import ProtocolError
 from rocketq.remoting import Channel, RemotingClient
 
@@ -46,6 +50,8 @@ class ClientRemotingProcessor:
         client.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self.reset_offset)
         client.register_processor(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self.get_consume_status)
         client.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.consume_message_directly)
+        # request-reply: a replier's answer, pushed by the broker
+        client.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.receive_reply_message)
 
     def notify_consumer_ids_changed(self, request: RemotingCommand, channel: Channel) -> None:
         log.info("receive broker's notification[%s], the consumer group: %s changed, rebalance immediately",
@@ -108,6 +114,16 @@ class ClientRemotingProcessor:
             body = self._basic_running_info(consumer.consumer_data())
         return request.make_response(ResponseCode.SUCCESS, None, None, body)
 
+    def receive_reply_message(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT: the reply goes to the request waiting for its
+        CORRELATION_ID (a reply nobody waits for any more is logged and still acknowledged)."""
+        try:
+            complete_request(_reply_message(request, int(time.time() * 1000)))
+        except Exception as exc:
+            log.warning("unknown err when receiveReplyMsg: %s", exc)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
+        return request.make_response(ResponseCode.SUCCESS)
+
     def _basic_running_info(self, data: ConsumerData) -> bytes:
         instance = self.instance
         props = {
@@ -126,3 +142,30 @@ class ClientRemotingProcessor:
             "statusTable": {},
             "userConsumerInfo": {},
         })
+
+
+def _address(text: str | None) -> tuple[str, int]:
+    ip, _, port = (text or "").rpartition(":")
+    return (ip, int(port)) if port.isdigit() else ("127.0.0.1", 0)
+
+
+def _reply_message(request: RemotingCommand, received_ms: int) -> MessageExt:
+    """The reply as a MessageExt, from the ReplyMessageRequestHeader fields and the body."""
+    ext = request.ext_fields or {}
+    sys_flag = int(ext.get("sysFlag") or 0)
+    body = decompress_body(request.body_bytes(), sys_flag)
+    props = decode_properties(ext.get("properties") or "")
+    props[MessageConst.PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(received_ms)
+    return MessageExt(
+        topic=ext.get("topic") or "",
+        body=body,
+        flag=int(ext.get("flag") or 0),
+        properties=props,
+        queue_id=int(ext.get("queueId") or 0),
+        sys_flag=sys_flag & ~MessageSysFlag.COMPRESSED_FLAG,
+        born_timestamp=int(ext.get("bornTimestamp") or 0),
+        born_host=_address(ext.get("bornHost")),
+        store_timestamp=int(ext.get("storeTimestamp") or 0),
+        store_host=_address(ext.get("storeHost")),
+        reconsume_times=int(ext.get("reconsumeTimes") or 0),
+    )

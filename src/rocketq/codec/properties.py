@@ -21,6 +21,8 @@ __all__ = [
     "MAX_PROPERTIES_LENGTH",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
+    "REPLY_MESSAGE_FLAG",
+    "REPLY_TOPIC_POSTFIX",
     "MessageConst",
     "SearchableBytes",
     "append_encoded",
@@ -30,6 +32,7 @@ __all__ = [
     "get_property",
     "get_property_bytes",
     "needle",
+    "reply_topic",
     "value_span",
 ]
 
@@ -116,6 +119,16 @@ class MessageConst:
     PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
     PROPERTY_TRANSIENT_PREFIX: Final = "__RMQ.TRANSIENT."
     KEY_SEPARATOR: Final = " "
+
+
+# Request-reply (MixAll): repliers send to <cluster>_REPLY_TOPIC, a reply carries MSG_TYPE=reply.
+REPLY_TOPIC_POSTFIX: Final = "REPLY_TOPIC"
+REPLY_MESSAGE_FLAG: Final = "reply"
+
+
+def reply_topic(cluster: str) -> str:
+    """The topic replies of ``cluster`` are sent to (MixAll.getReplyTopic)."""
+    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
 def encode_properties(properties: Mapping[str, str | None]) -> str:

@@ -15,20 +15,20 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
-from rocketq.broker.processors.send_wire import index_keys
-from rocketq.broker.topic_manager import PERM_WRITE, REPLY_TOPIC_POSTFIX
+from rocketq.broker.processors.send_wire import P_KEYS, P_TAGS, P_UNIQ, index_keys
+from rocketq.broker.topic_manager import PERM_WRITE
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import SendMessageRequestHeader
 from rocketq.codec.message import tags_code
-from rocketq.codec.properties import MessageConst, append_properties, get_property
+from rocketq.codec.properties import MessageConst, append_properties, get_property, needle
 from rocketq.errors import MessageIllegal, NoPermission, RocketQError, TopicNotExist
 from rocketq.store.model import MessageToStore
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
 
-__all__ = ["REPLY_TOPIC_POSTFIX", "ReplyMessageProcessor", "reply_topic"]
+__all__ = ["ReplyMessageProcessor"]
 
 log = logging.getLogger("rocketq.broker.reply")
 
@@ -36,11 +36,7 @@ _V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
 # RocketMQ's Broker2Client.callClient waits this long for the requester to take the reply.
 PUSH_TIMEOUT = 10.0
 _REPLY_TO = MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT
-
-
-def reply_topic(cluster: str) -> str:
-    """The topic replies are sent to (MixAll.getReplyTopic): ``<cluster>_REPLY_TOPIC``."""
-    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
+_P_REPLY_TO = needle(_REPLY_TO)
 
 
 def _host(addr: tuple[str, int]) -> str:
@@ -64,8 +60,9 @@ class ReplyMessageProcessor:
             raise TopicNotExist(f"topic[{h.topic}] not exist, apply first please!")
         if not bc.broker_permission & PERM_WRITE or not cfg.perm & PERM_WRITE:
             raise NoPermission(f"the topic[{h.topic}] sending message is forbidden")
-        if len(request.body) > ctl.store_config.max_message_size:
-            raise MessageIllegal(f"the message body size over max value, MAX: {ctl.store_config.max_message_size}")
+        max_size = ctl.store_config.max_message_size
+        if len(request.body) > max_size:
+            raise MessageIllegal(f"the message body size over max value, MAX: {max_size}")
         queue_id = h.queue_id
         if queue_id < 0:
             queue_id = self._rand.randrange(max(1, cfg.write_queue_nums))
@@ -84,7 +81,7 @@ class ReplyMessageProcessor:
     async def _push(self, request: RemotingCommand, channel: Any, h: SendMessageRequestHeader,
                     props: str) -> tuple[bool, str]:
         """Hand the reply to the requester's connection: (taken, remark when not)."""
-        sender = get_property(props, _REPLY_TO)
+        sender = get_property(props, _P_REPLY_TO)
         if not sender:
             log.warning("%s is null, can not reply message", _REPLY_TO)
             return False, f"reply message properties[{_REPLY_TO}] is null"
@@ -94,7 +91,8 @@ class ReplyMessageProcessor:
             log.warning(remark)
             return False, remark
         ip, _, port = str(channel.remote_address).rpartition(":")
-        push_props = append_properties(props, (MessageConst.PROPERTY_PUSH_REPLY_TIME, str(int(time.time() * 1000))))
+        now = str(int(time.time() * 1000))
+        push_props = append_properties(props, (MessageConst.PROPERTY_PUSH_REPLY_TIME, now))
         fields = {
             "producerGroup": h.producer_group,
             "topic": h.topic,
@@ -109,9 +107,9 @@ class ReplyMessageProcessor:
             "unitMode": "true" if h.unit_mode else "false",
             "bornHost": f"{ip.strip('[]')}:{port}",
             "storeHost": _host(self._ctl.store_host),
-            "storeTimestamp": str(int(time.time() * 1000)),
+            "storeTimestamp": now,
         }
-        push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, ext_fields=fields, body=request.body)
+        push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, fields, request.body)
         remark = f"push reply message to {sender} fail."
         try:
             answer = await target.invoke(push, PUSH_TIMEOUT)
@@ -129,11 +127,11 @@ class ReplyMessageProcessor:
         failed append is only logged, as in RocketMQ: the push decided the answer)."""
         ctl = self._ctl
         ip, _, port = str(channel.remote_address).rpartition(":")
-        uniq = get_property(props, MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or ""
+        uniq = get_property(props, P_UNIQ) or ""
         put = MessageToStore(
             h.topic, queue_id, request.body, h.flag, props,
-            tags_code(get_property(props, MessageConst.PROPERTY_TAGS)),
-            index_keys(uniq, get_property(props, MessageConst.PROPERTY_KEYS)) if uniq else (),
+            tags_code(get_property(props, P_TAGS)),
+            index_keys(uniq, get_property(props, P_KEYS)) if uniq else (),
             h.sys_flag, h.born_timestamp, (ip.strip("[]") or "127.0.0.1", int(port or 0)),
             h.reconsume_times or 0,
         )

@@ -3,6 +3,7 @@
 from rocketq.client.producer.config import ProducerConfig
 from rocketq.client.producer.fault import LatencyFaultTolerance, MQFaultStrategy
 from rocketq.client.producer.producer import Producer, SendCallback
+from rocketq.client.producer.request import RequestCallback, create_reply_message
 from rocketq.client.producer.selector import (
     MessageQueueSelector,
     SelectMessageQueueByHash,
@@ -15,7 +16,9 @@ __all__ = [
     "MessageQueueSelector",
     "Producer",
     "ProducerConfig",
+    "RequestCallback",
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
     "SendCallback",
+    "create_reply_message",
 ]

@@ -19,7 +19,9 @@ from typing import Final
 from rocketq.client.config import wrap_namespace
 from rocketq.client.message import Message
 from rocketq.client.producer.config import ProducerConfig
+from rocketq.codec.codes import RequestCode
 from rocketq.codec.message import MAX_PROPERTIES_LENGTH, MessageSysFlag, UniqIdGenerator
+from rocketq.codec.properties import REPLY_MESSAGE_FLAG
 from rocketq.codec.record import BATCH_ITEM_FIXED, BATCH_ITEM_HEAD
 from rocketq.errors import InvalidMessage, ProtocolError
 
@@ -38,6 +40,11 @@ RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 _FIELD_KEYS: Final = frozenset({"TAGS", "KEYS", "DELAY", "WAIT", PROPERTY_UNIQ_KEY})
 _COMPRESSED_ZLIB: Final = MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB
 _SHORT: Final = struct.Struct(">h")
+_SEND_V2: Final = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH: Final = int(RequestCode.SEND_BATCH_MESSAGE)
+# A reply of request-reply (MSG_TYPE=reply) goes with its own code, which the broker pushes to the
+# requester instead of storing for consumers (MQClientAPIImpl.sendMessage).
+_SEND_REPLY_V2: Final = int(RequestCode.SEND_REPLY_MESSAGE_V2)
 
 
 class UniqKeys:
@@ -86,16 +93,18 @@ class PreparedSend:
     """
 
     # A plain slotted class, not a frozen dataclass: one is built per message on the hot path.
-    __slots__ = ("batch", "body", "ext", "msg_id", "topic")
+    __slots__ = ("batch", "body", "code", "ext", "msg_id", "topic")
 
     def __init__(
-        self, topic: str, body: bytes, ext: dict[str, str], msg_id: str, batch: bool = False
+        self, topic: str, body: bytes, ext: dict[str, str], msg_id: str, batch: bool = False,
+        code: int = _SEND_V2,
     ) -> None:
         self.topic = topic
         self.body = body
         self.ext = ext
         self.msg_id = msg_id
         self.batch = batch
+        self.code = _SEND_BATCH if batch else code  # the request code of every attempt
 
     def ext_for(self, queue_id: int, broker_name: str) -> dict[str, str]:
         ext = self.ext
@@ -196,9 +205,12 @@ class SendEncoder:
     def single(self, msg: Message) -> PreparedSend:
         """UNIQ_KEY (kept if the message has one), properties, zlib over the size limit."""
         extras = None
+        code = _SEND_V2
         if msg.properties or msg.delay_level > 0:
             uniq = msg.properties.get(PROPERTY_UNIQ_KEY) or self.uniq_keys.next_id()
             properties, extras = message_properties(msg, uniq)
+            if msg.properties.get("MSG_TYPE") == REPLY_MESSAGE_FLAG:
+                code = _SEND_REPLY_V2
         else:
             uniq = self.uniq_keys.next_id()
             properties = _checked(_plain_properties(msg, uniq))
@@ -210,7 +222,7 @@ class SendEncoder:
         ext = self._header(msg.topic, sys_flag, msg.flag, properties, False)
         if extras:
             ext.update(extras)
-        return PreparedSend(msg.topic, body, ext, uniq)
+        return PreparedSend(msg.topic, body, ext, uniq, code=code)
 
     def batch(self, msgs: Sequence[Message]) -> PreparedSend:
         """SEND_BATCH_MESSAGE: every message keeps its own UNIQ_KEY; the header carries none.

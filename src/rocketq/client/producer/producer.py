@@ -17,16 +17,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from rocketq.client.api import vip_address
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.instance import MQClientInstance, MQClientManager
-from rocketq.client.message import Message, MessageQueue, SendResult
+from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer.config import CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP, ProducerConfig
 from rocketq.client.producer.fault import MQFaultStrategy
 from rocketq.client.producer.kernel import PreparedSend, SendEncoder
+from rocketq.client.producer.request import (
+    CORRELATION_ID,
+    REPLY_TO_CLIENT,
+    TTL,
+    PendingRequest,
+    RequestCallback,
+)
 from rocketq.client.producer.selector import SelectorLike
 from rocketq.client.producer.send_call import SendCall, SendTarget
 from rocketq.client.producer.validators import check_batch, check_group, check_message
@@ -298,6 +306,63 @@ class Producer:
         result: SendResult = await self._submit(prep, timeout, times, queue=queue)
         return result
 
+    # -- request-reply ----------------------------------------------------------------------------
+
+    async def request(self, msg: Message, timeout: float | None = None) -> MessageExt:
+        """Send ``msg`` as a request and return the reply a replier sent for it.
+
+        ``RequestTimeout`` when no reply arrives within ``timeout`` seconds (default
+        send_msg_timeout); a failed send raises what the send raised. See docs/request-reply.md.
+        """
+        self._check_state()
+        self.check(msg)
+        await self._prepare_request(msg.topic)
+        return await self.request_async(msg, timeout=timeout)
+
+    def request_async(
+        self, msg: Message, callback: RequestCallback | None = None, *, timeout: float | None = None
+    ) -> asyncio.Future[MessageExt]:
+        """Start a request; the returned Future gets the reply (``callback(reply_or_exception)``
+        runs too, as RocketMQ's ``request(msg, RequestCallback, timeout)``)."""
+        self._check_state()
+        self.check(msg)
+        seconds = self._timeout if timeout is None else timeout
+        correlation_id = str(uuid.uuid4())
+        msg = msg.with_properties(**{
+            CORRELATION_ID: correlation_id,
+            REPLY_TO_CLIENT: self.instance.client_id,
+            TTL: str(round(seconds * 1000)),
+        })
+        fut: asyncio.Future[MessageExt] = self.loop.create_future()
+        pending = PendingRequest(correlation_id, fut, msg.topic, seconds)
+        pending.start()
+        if callback is not None:
+            fut.add_done_callback(_callback_adapter(callback))
+        if self.config.with_namespace(msg.topic) in self.instance.topic_route_table:
+            self.send_async(msg, timeout=seconds).add_done_callback(pending.on_sent)
+        else:
+            task = self.loop.create_task(self._prepare_then_send(msg, pending))
+            fut.add_done_callback(lambda _: task.cancel())
+        return fut
+
+    async def _prepare_request(self, topic: str) -> None:
+        """Before the first request to a topic: its route, and a heartbeat to every broker, so the
+        broker a reply reaches knows this client id's connection (prepareSendRequest)."""
+        wire = self.config.with_namespace(topic)
+        if wire not in self.instance.topic_route_table:
+            await self.find_topic_publish_info(wire)
+            await self.instance.send_heartbeat_to_all_brokers()
+
+    async def _prepare_then_send(self, msg: Message, pending: PendingRequest) -> None:
+        try:
+            await self._prepare_request(msg.topic)
+            sent = self.send_async(msg, timeout=max(0.001, pending.timeout))
+        except Exception as exc:
+            if not pending.future.done():
+                pending.future.set_exception(exc)
+            return
+        sent.add_done_callback(pending.on_sent)
+
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         """The queues ``topic`` can be written to (from a fresh route)."""
         self._check_state()
@@ -368,7 +433,7 @@ class Producer:
         return vip_address(addr)
 
 
-def _callback_adapter(callback: SendCallback) -> Callable[[asyncio.Future[Any]], None]:
+def _callback_adapter(callback: Callable[[Any], object]) -> Callable[[asyncio.Future[Any]], None]:
     def done(fut: asyncio.Future[Any]) -> None:
         try:
             if fut.cancelled():

@@ -24,7 +24,6 @@ from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.producer.kernel import PreparedSend
 from rocketq.client.producer.selector import SelectorLike, select_queue
 from rocketq.client.route import TopicPublishInfo
-from rocketq.codec.codes import RequestCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.errors import (
     BrokerNotFound,
@@ -45,8 +44,6 @@ __all__ = ["SendCall", "SendTarget"]
 
 log = logging.getLogger("rocketq.client")
 
-_SEND_V2: Final = int(RequestCode.SEND_MESSAGE_V2)
-_SEND_BATCH: Final = int(RequestCode.SEND_BATCH_MESSAGE)
 _RUNNING: Final = ServiceState.RUNNING
 _SEND_OK: Final = SendStatus.SEND_OK
 _request = RemotingCommand.request
@@ -220,8 +217,7 @@ class SendCall:
     def _issue(self, channel: Channel, mq: MessageQueue, now: float) -> None:
         prep = self.prep
         self.issued_at = now
-        request = _request(_SEND_BATCH if prep.batch else _SEND_V2, prep.ext_for(mq.queue_id, mq.broker_name),
-                           prep.body)
+        request = _request(prep.code, prep.ext_for(mq.queue_id, mq.broker_name), prep.body)
         oneway = self.target is not None and self.target.oneway
         try:
             if oneway:

@@ -6,6 +6,7 @@ background loop (``rocketq.client._sync``), with the same names and arguments.
     p = Producer("pg", namesrv_addr="127.0.0.1:9876"); p.start()
     r = p.send(Message("T", b"body", tags="A"))
     fut = p.send_async(Message("T", b"x"), callback=print)   # concurrent.futures.Future
+    reply = p.request(Message("T", b"ping"), timeout=3)       # request-reply (a MessageExt)
     p.shutdown()
 
 Callbacks run on the background loop thread: keep them short and never call a blocking rocketq
@@ -16,14 +17,16 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from rocketq.client import _sync
 from rocketq.client.config import ServiceState
-from rocketq.client.message import Message, MessageQueue, SendResult
+from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer.config import ProducerConfig
 from rocketq.client.producer.producer import Producer as AsyncProducer
 from rocketq.client.producer.producer import SendCallback
+from rocketq.client.producer.request import RequestCallback
 from rocketq.client.producer.selector import SelectorLike
 from rocketq.client.producer.validators import check_batch
 
@@ -134,15 +137,7 @@ class Producer:
                 callback(e)
             return
 
-        def transfer(done: Any) -> None:
-            if done.cancelled():
-                result.cancel()
-            elif done.exception() is not None:
-                result.set_exception(done.exception())
-            else:
-                result.set_result(done.result())
-
-        fut.add_done_callback(transfer)
+        fut.add_done_callback(partial(_transfer, result))
 
     def send_oneway(
         self,
@@ -161,5 +156,43 @@ class Producer:
         check_batch(msgs, self._impl.config.max_message_size)
         return _sync.run_sync(self._impl.send_batch(msgs, timeout, queue), self._wait(timeout))
 
+    def request(self, msg: Message, timeout: float | None = None) -> MessageExt:
+        """Send ``msg`` as a request and return its reply (``RequestTimeout`` after ``timeout`` s)."""
+        self._impl.check(msg)
+        return _sync.run_sync(self._impl.request(msg, timeout), self._wait(timeout))
+
+    def request_async(
+        self, msg: Message, callback: RequestCallback | None = None, *, timeout: float | None = None
+    ) -> concurrent.futures.Future[MessageExt]:
+        """Start a request; returns a concurrent Future of the reply (``callback(reply_or_exc)``
+        runs too, on the background loop)."""
+        self._impl.check(msg)
+        result: concurrent.futures.Future[MessageExt] = concurrent.futures.Future()
+        _sync.call_soon(self._start_request, msg, callback, result, timeout)
+        return result
+
+    def _start_request(self, msg: Message, callback: RequestCallback | None,
+                       result: concurrent.futures.Future[MessageExt], timeout: float | None) -> None:
+        if not result.set_running_or_notify_cancel():
+            return
+        try:
+            fut = self._impl.request_async(msg, callback, timeout=timeout)
+        except BaseException as e:
+            result.set_exception(e)
+            if callback is not None:
+                callback(e)
+            return
+        fut.add_done_callback(partial(_transfer, result))
+
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return _sync.run_sync(self._impl.fetch_publish_message_queues(topic), self._wait(None))
+
+
+def _transfer(result: concurrent.futures.Future[Any], done: Any) -> None:
+    """Copy the outcome of a loop Future into the caller's concurrent Future."""
+    if done.cancelled():
+        result.cancel()
+    elif done.exception() is not None:
+        result.set_exception(done.exception())
+    else:
+        result.set_result(done.result())
