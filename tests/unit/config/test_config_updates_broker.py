@@ -557,7 +557,8 @@ async def _filter_support_retry(c: Ctx) -> None:
 async def _store_reply_message_enable(c: Ctx) -> None:
     # No requester is connected, so the push fails (SYSTEM_ERROR) either way; only the store differs.
     topic = f"{c.broker.broker_config.broker_cluster_name}_REPLY_TOPIC"
-    props = message_properties(extra={"MSG_TYPE": "reply", "REPLY_TO_CLIENT": "nobody@1", "CORRELATION_ID": "c"})
+    props = message_properties(extra={"MSG_TYPE": "reply", "REPLY_TO_CLIENT": "nobody@1",
+                                      "CORRELATION_ID": "c"})
 
     async def reply() -> None:
         ext = send_header(topic, properties=props)
