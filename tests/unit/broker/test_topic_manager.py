@@ -36,9 +36,12 @@ def test_system_topics(tmp_path: Path) -> None:
     tbw = tm.table["TBW102"]
     assert (tbw.read_queue_nums, tbw.write_queue_nums, tbw.perm) == (8, 8, 7)
     assert tm.table["SCHEDULE_TOPIC_XXXX"].write_queue_nums == 18
-    for name in ("SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "RMQ_SYS_TRACE_TOPIC", "Cl", "bk"):
+    for name in ("SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "RMQ_SYS_TRACE_TOPIC", "Cl", "bk",
+                 "Cl_REPLY_TOPIC"):
         assert name in tm.table
         assert tm.is_system_topic(name)
+    reply = tm.table["Cl_REPLY_TOPIC"]  # request-reply: one queue, as TopicConfigManager makes it
+    assert (reply.read_queue_nums, reply.write_queue_nums, reply.perm) == (1, 1, 6)
     assert tm.is_system_topic("rmq_sys_anything")
     assert not tm.is_system_topic("UserTopic")
 

@@ -61,24 +61,25 @@ class ReplyMessageProcessor:
         if not bc.broker_permission & PERM_WRITE or not cfg.perm & PERM_WRITE:
             raise NoPermission(f"the topic[{h.topic}] sending message is forbidden")
         max_size = ctl.store_config.max_message_size
-        if len(request.body) > max_size:
+        body = request.body_bytes()  # one copy, shared by the push and the store
+        if len(body) > max_size:
             raise MessageIllegal(f"the message body size over max value, MAX: {max_size}")
         queue_id = h.queue_id
         if queue_id < 0:
             queue_id = self._rand.randrange(max(1, cfg.write_queue_nums))
         props = h.properties or ""
 
-        pushed, remark = await self._push(request, channel, h, props)
+        pushed, remark = await self._push(body, channel, h, props)
         if pushed:
             response = request.make_response(ResponseCode.SUCCESS, None, {
                 **region, "msgId": "0", "queueId": str(queue_id), "queueOffset": "0"})
         else:
             response = request.make_response(ResponseCode.SYSTEM_ERROR, remark, region)
         if bc.store_reply_message_enable:
-            await self._store(request, channel, h, props, queue_id, response)
+            await self._store(body, channel, h, props, queue_id, response)
         return response
 
-    async def _push(self, request: RemotingCommand, channel: Any, h: SendMessageRequestHeader,
+    async def _push(self, body: bytes, channel: Any, h: SendMessageRequestHeader,
                     props: str) -> tuple[bool, str]:
         """Hand the reply to the requester's connection: (taken, remark when not)."""
         sender = get_property(props, _P_REPLY_TO)
@@ -109,7 +110,7 @@ class ReplyMessageProcessor:
             "storeHost": _host(self._ctl.store_host),
             "storeTimestamp": now,
         }
-        push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, fields, request.body)
+        push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, fields, body)
         remark = f"push reply message to {sender} fail."
         try:
             answer = await target.invoke(push, PUSH_TIMEOUT)
@@ -121,7 +122,7 @@ class ReplyMessageProcessor:
             return False, remark
         return True, ""
 
-    async def _store(self, request: RemotingCommand, channel: Any, h: SendMessageRequestHeader, props: str,
+    async def _store(self, body: bytes, channel: Any, h: SendMessageRequestHeader, props: str,
                      queue_id: int, response: RemotingCommand) -> None:
         """Append the reply too; a stored reply's answer carries its real msgId and offset (a
         failed append is only logged, as in RocketMQ: the push decided the answer)."""
@@ -129,7 +130,7 @@ class ReplyMessageProcessor:
         ip, _, port = str(channel.remote_address).rpartition(":")
         uniq = get_property(props, P_UNIQ) or ""
         put = MessageToStore(
-            h.topic, queue_id, request.body, h.flag, props,
+            h.topic, queue_id, body, h.flag, props,
             tags_code(get_property(props, P_TAGS)),
             index_keys(uniq, get_property(props, P_KEYS)) if uniq else (),
             h.sys_flag, h.born_timestamp, (ip.strip("[]") or "127.0.0.1", int(port or 0)),
