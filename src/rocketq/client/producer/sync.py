@@ -15,8 +15,9 @@ method from one (use the Future instead).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -124,20 +125,8 @@ class Producer:
         arg: Any,
         queue: MessageQueue | None,
     ) -> None:
-        # On the loop thread: no Task per message, just the producer's own Future chained.
-        if not result.set_running_or_notify_cancel():
-            return
-        try:
-            fut = self._impl.send_async(
-                msg, callback, timeout=timeout, selector=selector, arg=arg, queue=queue
-            )
-        except BaseException as e:
-            result.set_exception(e)
-            if callback is not None:
-                callback(e)
-            return
-
-        fut.add_done_callback(partial(_transfer, result))
+        _chain(result, callback, partial(
+            self._impl.send_async, msg, callback, timeout=timeout, selector=selector, arg=arg, queue=queue))
 
     def send_oneway(
         self,
@@ -173,19 +162,26 @@ class Producer:
 
     def _start_request(self, msg: Message, callback: RequestCallback | None,
                        result: concurrent.futures.Future[MessageExt], timeout: float | None) -> None:
-        if not result.set_running_or_notify_cancel():
-            return
-        try:
-            fut = self._impl.request_async(msg, callback, timeout=timeout)
-        except BaseException as e:
-            result.set_exception(e)
-            if callback is not None:
-                callback(e)
-            return
-        fut.add_done_callback(partial(_transfer, result))
+        _chain(result, callback, partial(self._impl.request_async, msg, callback, timeout=timeout))
 
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return _sync.run_sync(self._impl.fetch_publish_message_queues(topic), self._wait(None))
+
+
+def _chain(result: concurrent.futures.Future[Any], callback: Callable[[Any], object] | None,
+           start: Callable[[], asyncio.Future[Any]]) -> None:
+    """On the loop thread: ``start()`` the producer's call and copy its outcome into ``result``
+    (no Task per message, just the producer's own Future chained)."""
+    if not result.set_running_or_notify_cancel():
+        return
+    try:
+        fut = start()
+    except BaseException as e:
+        result.set_exception(e)
+        if callback is not None:
+            callback(e)
+        return
+    fut.add_done_callback(partial(_transfer, result))
 
 
 def _transfer(result: concurrent.futures.Future[Any], done: Any) -> None:
