@@ -281,9 +281,11 @@ class ProducerManager:
         old = channels.get(client.channel)
         if old is None:
             channels[client.channel] = client
-            self.client_channel_table[client.client_id] = client.channel
             log.info("new producer connected, group: %s channel: %s", group, client.address)
             old = client
+        # Every heartbeat (not only a new channel's, as in RocketMQ): an entry another group of
+        # the same client dropped on unregister comes back, so request-reply finds it again.
+        self.client_channel_table[client.client_id] = client.channel
         old.last_update_timestamp = _now_ms()
 
     def unregister_producer(self, group: str, client: ClientChannelInfo) -> None:
@@ -292,7 +294,10 @@ class ProducerManager:
             return
         old = channels.pop(client.channel, None)
         if old is not None:
-            self.client_channel_table.pop(old.client_id, None)
+            # The client id's connection stays known while another producer group of it uses it
+            # (replies to its requests are pushed there).
+            if not any(old.channel in other for other in self.group_channel_table.values()):
+                self.client_channel_table.pop(old.client_id, None)
             log.info("unregister a producer[%s] from groupChannelTable %s", group, old.address)
         if not channels:
             del self.group_channel_table[group]

@@ -200,6 +200,20 @@ def test_producer_unregister() -> None:
     assert pm.group_size() == 0 and pm.find_channel("a") is None
 
 
+def test_a_client_id_stays_findable_while_another_group_of_it_is_registered() -> None:
+    # request-reply pushes replies to find_channel(client id); one of the client's producers
+    # shutting down must not hide the connection its other producers still use.
+    pm = ProducerManager(_ctl())
+    a = RecordingChannel("x:1")
+    pm.register_producer("requester", ClientChannelInfo(a, "a"))  # type: ignore[arg-type]
+    pm.register_producer("other", ClientChannelInfo(a, "a"))  # type: ignore[arg-type]
+    pm.unregister_producer("other", ClientChannelInfo(a, "a"))  # type: ignore[arg-type]
+    assert pm.find_channel("a") is a
+    pm.client_channel_table.clear()  # lost somehow: the next heartbeat brings it back
+    pm.register_producer("requester", ClientChannelInfo(a, "a"))  # type: ignore[arg-type]
+    assert pm.find_channel("a") is a
+
+
 def test_rebalance_lock_manager() -> None:
     from rocketq.broker.rebalance_lock import REBALANCE_LOCK_MAX_LIVE_TIME, RebalanceLockManager
 
