@@ -50,10 +50,11 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
 
 
 def _start_replier(namesrv: str, log: Path) -> subprocess.Popen[bytes]:
-    out = log.open("wb")
-    proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--serve", "--namesrv", namesrv, "--topic", TOPIC,
-                             "--group", "BenchReplier"], stdout=out, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    with log.open("wb") as out:  # the child keeps its own descriptor
+        args = [sys.executable, str(EXAMPLE), "--serve", "--namesrv", namesrv, "--topic", TOPIC,
+                "--group", "BenchReplier"]
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
     deadline = time.monotonic() + 60
     while b"REPLIER READY" not in log.read_bytes():
         if proc.poll() is not None or time.monotonic() > deadline:
