@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.harness import SMALL_STORE, Cluster, ManagedProcess, module_cluster, start_process, unique_name
 
 import rocketq
 import rocketq.aio
-from harness import SMALL_STORE, Cluster, ManagedProcess, module_cluster, start_process, unique_name
 from rocketq import Message, RequestTimeout
 from rocketq.client.producer.request import REQUEST_FUTURES
 
