@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+import orjson
+
 from rocketq.admin._base import AdminBase
 from rocketq.admin.models import BrokerStatsData, ClusterBroker
-from rocketq.codec.bodies import KVTable
+from rocketq.codec.bodies import KVTable, TopicList
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.config import parse_properties
 from rocketq.errors import ConfigError, InvalidArgument, ProtocolError, RemotingError, ServerError
@@ -77,6 +79,24 @@ class BrokerAdmin(AdminBase):
 
     async def clean_expired_consume_queue(self, addr: str) -> None:
         await self._call(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+
+    async def clean_unused_topic(self, addr: str) -> None:
+        """CLEAN_UNUSED_TOPIC: the broker drops consume queues of topics it no longer has."""
+        await self._call(addr, RequestCode.CLEAN_UNUSED_TOPIC)
+
+    async def delete_expired_commit_log(self, addr: str) -> None:
+        """DELETE_EXPIRED_COMMITLOG: commit-log files past fileReservedTime are deleted now."""
+        await self._call(addr, RequestCode.DELETE_EXPIRED_COMMITLOG)
+
+    async def get_system_topic_list_from_broker(self, addr: str) -> list[str]:
+        response = await self._call(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+        return sorted(TopicList.from_json(response.body_bytes() or b"{}").topic_list)
+
+    async def get_all_producer_info(self, addr: str) -> dict[str, list[dict[str, object]]]:
+        """GET_ALL_PRODUCER_INFO: producer group -> its connections (clientId, remoteIP, language, ...)."""
+        response = await self._call(addr, RequestCode.GET_ALL_PRODUCER_INFO)
+        data = orjson.loads(self._json(response, "GET_ALL_PRODUCER_INFO")).get("data") or {}
+        return {str(g): list(conns) for g, conns in data.items()}
 
     async def view_broker_stats_data(self, addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
         """VIEW_BROKER_STATS_DATA, e.g. (``TOPIC_PUT_NUMS``, topic) or (``GROUP_GET_NUMS``, topic@group)."""

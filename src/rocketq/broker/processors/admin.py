@@ -18,7 +18,7 @@ from rocketq.broker.topic_manager import (
     check_topic_name,
 )
 from rocketq.codec import fastjson
-from rocketq.codec.bodies import KVTable, SubscriptionGroupConfig, TopicConfig, TopicFilterType
+from rocketq.codec.bodies import KVTable, SubscriptionGroupConfig, TopicConfig, TopicFilterType, TopicList
 from rocketq.codec.bodies.admin import (
     consume_stats_json,
     consume_stats_list_json,
@@ -71,6 +71,11 @@ TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
+# Keys Java's broker reports that are facts about this broker rather than settings rocketq has:
+# no filter servers, no slave reads (no slaves) and plain TCP only. `mqadmin exportConfigs` reads them.
+FIXED_BROKER_CONFIG = {"filterServerNums": "0", "slaveReadEnable": "false", "useTLS": "false"}
+# Light message queues (RocketMQ 5's MixAll.LMQ_PREFIX): never cleaned as unused topics.
+LMQ_PREFIX = "%LMQ%"
 # StatsItem's three windows: minute, hour, day (seconds).
 STATS_WINDOWS = (("statsMinute", 60), ("statsHour", 3600), ("statsDay", 86400))
 
@@ -391,6 +396,41 @@ class AdminBrokerProcessor:
                  files, queues, dead)
         return request.make_response(ResponseCode.SUCCESS)
 
+    def get_system_topic_list(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the system topic names (TopicValidator's set, with the
+        cluster and broker names this broker adds to it)."""
+        body = TopicList(tuple(sorted(self._ctl.topic_manager.system_topics))).to_json()
+        return request.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    def clean_unused_topic(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """CLEAN_UNUSED_TOPIC: drop the consume queues of topics the topic table no longer has
+        (DefaultMessageStore.cleanUnusedTopic); system topics and light queues are kept."""
+        ctl = self._ctl
+        log.warning("invoke cleanUnusedTopic start, caller=%s", channel.remote_address)
+        retain = set(ctl.topic_manager.table)
+        unused = sorted(t for t in ctl.store.topic_queue_ids()
+                        if t not in retain and not ctl.topic_manager.is_system_topic(t)
+                        and not t.startswith(LMQ_PREFIX))
+        queues = ctl.store.delete_topics(unused) if unused else 0
+        log.warning("invoke cleanUnusedTopic end: %d queues of %s removed", queues, unused)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def delete_expired_commit_log(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """DELETE_EXPIRED_COMMITLOG: a manual retention round (executeDeleteFilesManually): commit-log
+        files older than fileReservedTime go now, whatever deleteWhen says."""
+        log.warning("invoke deleteExpiredCommitLog start, caller=%s", channel.remote_address)
+        deleted = self._ctl.store.clean_expired_files(manual=True)
+        log.warning("invoke deleteExpiredCommitLog end: %d files deleted", deleted)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_producer_info(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """GET_ALL_PRODUCER_INFO: ProducerTableInfo, every producer group's live connections."""
+        data = {group: [{"clientId": c.client_id, "remoteIP": c.address,
+                         "language": _language_name(c.language), "version": c.version,
+                         "lastUpdateTimestamp": c.last_update_timestamp} for c in channels.values()]
+                for group, channels in self._ctl.producer_manager.group_channel_table.items() if channels}
+        return request.make_response(ResponseCode.SUCCESS, None, None, orjson.dumps({"data": data}))
+
     def view_broker_stats_data(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         """VIEW_BROKER_STATS_DATA: BrokerStatsData (sum / tps / avgpt per minute, hour and day).
 
@@ -458,6 +498,11 @@ class AdminBrokerProcessor:
     def get_broker_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         ctl = self._ctl
         text = dump_properties(ctl.configs)
+        # A broker started with port 0 listens on the port the system picked: report that one.
+        lines = [f"listenPort={ctl.listen_port}" if line.startswith("listenPort=") else line
+                 for line in text.splitlines()]
+        lines += [f"{k}={v}" for k, v in FIXED_BROKER_CONFIG.items()]
+        text = "".join(line + "\n" for line in lines)
         return request.make_response(ResponseCode.SUCCESS, None,
                                      {"version": ctl.config_data_version.to_json().decode()},
                                      text.encode())
