@@ -176,6 +176,35 @@ def test_errors_are_one_line_without_traceback(cluster: Cluster) -> None:
     assert (
         unknown.returncode == 2 and "invalid choice" in unknown.stderr and "Traceback" not in unknown.stderr
     )
+    typo = _run("topiclist")
+    assert typo.returncode == 2 and "did you mean topicList?" in typo.stderr
+
+    # A value a server refuses is a bad command line too (exit 2), not a failed operation.
+    bad = _run(
+        "updateTopic", "-n", cluster.namesrv, "-t", unique_name("Bad"), "-b", cluster.broker, "-r", "5000"
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_broken_pipe_exits_quietly(cluster: Cluster) -> None:
+    # The reader is gone before the command prints anything (it takes a while to import and ask);
+    # the writer must neither print a traceback nor an error line.
+    for output in ("--json", "--log-level=ERROR"):  # JSON, and rich tables
+        cmd = [*rocketq_command(), "admin", "getBrokerConfig", "-n", cluster.namesrv, "-b", cluster.broker]
+        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "stdin": subprocess.DEVNULL}
+        with subprocess.Popen([*cmd, output], **pipes) as p:  # type: ignore[call-overload]
+            assert p.stdout is not None and p.stderr is not None
+            p.stdout.close()
+            err = p.stderr.read().decode()
+            code = p.wait(timeout=30)
+        assert (code, err) == (141, ""), output
+
+
+def test_broker_status_takes_a_broker_name(cluster: Cluster, admin: AdminRun) -> None:
+    name = _broker_name(admin)
+    assert list(admin.json("brokerStatus", "-b", name)) == [cluster.broker]
+    assert list(admin.json("getBrokerConfig", "-b", name)) == [cluster.broker]
+    assert "not found" in admin.fails("brokerStatus", "-b", "noSuchBroker", code=2)
 
 
 def test_human_output_is_tables(cluster: Cluster, admin: AdminRun) -> None:

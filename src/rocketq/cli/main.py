@@ -8,7 +8,10 @@ logged at DEBUG (``--log-level DEBUG``).
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -25,13 +28,27 @@ log = logging.getLogger("rocketq.cli")
 
 LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# 128 + SIGPIPE: what a shell reports for a command its reader stopped reading.
+EXIT_BROKEN_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse prints the whole usage before an error; one line is easier to read and to grep."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        hint = self._suggestion(message)
+        raise UsageError(f"{message}{hint} (see '{self.prog} --help')")
+
+    def _suggestion(self, message: str) -> str:
+        """``; did you mean topicList?`` for a mistyped command (case and small typos forgiven)."""
+        m = re.search(r"invalid choice: '([^']*)'", message)
+        if m is None:
+            return ""
+        choices = [str(c) for a in self._actions if isinstance(a, argparse._SubParsersAction)
+                   for c in a.choices]
+        by_lower = {c.lower(): c for c in choices}
+        close = difflib.get_close_matches(m.group(1).lower(), list(by_lower), n=1, cutoff=0.6)
+        return f"; did you mean {by_lower[close[0]]}?" if close else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,6 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`rocketq admin topicList | head`): stop quietly, as `cat` would.
+        # stdout is pointed at /dev/null so the interpreter's final flush cannot complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # never a traceback on the console; DEBUG logs it
         log.debug("unexpected error", exc_info=True)
         _error_line(f"unexpected {type(exc).__name__}: {exc}")

@@ -22,7 +22,9 @@ from rocketq.cli.admin import cluster, group, message, namesrv, topic
 from rocketq.cli.admin._common import Handler, Result
 from rocketq.cli.errors import CliError, UsageError
 from rocketq.errors import (
+    ConfigError,
     InvalidArgument,
+    InvalidParameter,
     NoNameServer,
     RemotingConnectError,
     RemotingError,
@@ -121,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         raise
     except NoNameServer as exc:
         raise UsageError(f"{name}: {exc}") from None
-    except InvalidArgument as exc:
+    except (InvalidArgument, InvalidParameter, ConfigError) as exc:
+        # A value the client or a server refused is a bad command line, as documented (exit 2).
         raise UsageError(f"{name}: {exc}") from None
     except RocketQError as exc:
         raise CliError(f"{name}: {describe(exc)}") from None
@@ -143,6 +146,13 @@ def describe(exc: RocketQError) -> str:
     return text or type(exc).__name__
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich exits 1 here; let the entry point end it as every other broken pipe (quietly, 141).
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def emit(result: Result, *, as_json: bool) -> None:
     if as_json:
         data = orjson.dumps(result.data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
@@ -150,6 +160,6 @@ def emit(result: Result, *, as_json: bool) -> None:
         sys.stdout.flush()
         return
     width = None if sys.stdout.isatty() else PIPE_WIDTH
-    console = Console(width=width, highlight=False, emoji=False, markup=False, soft_wrap=False)
+    console = _Console(width=width, highlight=False, emoji=False, markup=False, soft_wrap=False)
     for view in result.views:
         console.print(view)

@@ -38,7 +38,8 @@ def broker_config_classes() -> tuple[type, ...]:
 
 def _target(p: argparse.ArgumentParser, cluster_help: str = "every broker of the cluster") -> None:
     g = p.add_mutually_exclusive_group()
-    g.add_argument("-b", "--brokerAddr", dest="broker_addr", metavar="ADDR", help="this broker")
+    g.add_argument("-b", "--brokerAddr", dest="broker_addr", metavar="ADDR",
+                   help="this broker: host:port, or a broker name")
     g.add_argument("-c", "--clusterName", dest="cluster", metavar="NAME", help=cluster_help)
 
 
@@ -95,8 +96,17 @@ def register(add: Adder) -> None:
 
 
 async def _brokers(admin: AdminClient, args: argparse.Namespace, masters_only: bool = True) -> list[str]:
-    if args.broker_addr:
+    if args.broker_addr and ":" in args.broker_addr:
         return [args.broker_addr]
+    if args.broker_addr:  # a broker name: its master (and with masters_only=False, its slaves too)
+        info = await admin.examine_broker_cluster_info()
+        data = info.broker_addr_table.get(args.broker_addr)
+        if data is None or not data.broker_addrs:
+            raise UsageError(f"broker [{args.broker_addr}] not found (give host:port or a broker name)")
+        ids = sorted(data.broker_addrs) if not masters_only else [i for i in data.broker_addrs if i == 0]
+        if not ids:
+            raise UsageError(f"broker [{args.broker_addr}] has no master online")
+        return [data.broker_addrs[i] for i in ids]
     if masters_only:
         return list((await admin.master_addrs(args.cluster)).values())
     info = await admin.examine_broker_cluster_info()
