@@ -234,3 +234,16 @@ def test_human_output_is_tables(cluster: Cluster, admin: AdminRun) -> None:
         code, out, err = admin.raw(*args)
         assert code == 0 and err == "", f"{args}: {err}"
         assert needle in out and ("┃" in out or "│" in out or "success" in out), f"{args}:\n{out}"
+
+
+def test_clean_unused_topic_and_delete_expired_commit_log(cluster: Cluster, admin: AdminRun) -> None:
+    topic = unique_name("AdmClean")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "1", "-w", "1")
+    admin.json("sendMessage", "-t", topic, "-p", "kept", "-i", "0")
+    for command in ("cleanUnusedTopic", "deleteExpiredCommitLog"):
+        assert admin.json(command, "-c", CLUSTER) == {"brokers": [cluster.broker], "success": True}
+        assert admin.json(command, "-b", cluster.broker)["success"] is True
+    # A topic still configured keeps its queue, and young commit-log files stay.
+    assert admin.json("topicStatus", "-t", topic)[0]["maxOffset"] == 1
+    assert admin.json("queryMsgByOffset", "-t", topic, "-b", _broker_name(admin), "-i", "0", "-o", "0")
+

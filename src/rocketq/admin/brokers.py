@@ -10,7 +10,7 @@ import orjson
 
 from rocketq.admin._base import AdminBase
 from rocketq.admin.models import BrokerStatsData, ClusterBroker
-from rocketq.codec.bodies import KVTable, TopicList
+from rocketq.codec.bodies import KVTable
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.config import parse_properties
 from rocketq.errors import ConfigError, InvalidArgument, ProtocolError, RemotingError, ServerError
@@ -87,10 +87,6 @@ class BrokerAdmin(AdminBase):
     async def delete_expired_commit_log(self, addr: str) -> None:
         """DELETE_EXPIRED_COMMITLOG: commit-log files past fileReservedTime are deleted now."""
         await self._call(addr, RequestCode.DELETE_EXPIRED_COMMITLOG)
-
-    async def get_system_topic_list_from_broker(self, addr: str) -> list[str]:
-        response = await self._call(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
-        return sorted(TopicList.from_json(response.body_bytes() or b"{}").topic_list)
 
     async def get_all_producer_info(self, addr: str) -> dict[str, list[dict[str, object]]]:
         """GET_ALL_PRODUCER_INFO: producer group -> its connections (clientId, remoteIP, language, ...)."""
