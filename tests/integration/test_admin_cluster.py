@@ -5,8 +5,10 @@ and what a user sees when the cluster is down or the command line is wrong (real
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 from tests.harness import (
@@ -247,3 +249,22 @@ def test_clean_unused_topic_and_delete_expired_commit_log(cluster: Cluster, admi
     assert admin.json("topicStatus", "-t", topic)[0]["maxOffset"] == 1
     assert admin.json("queryMsgByOffset", "-t", topic, "-b", _broker_name(admin), "-i", "0", "-o", "0")
 
+
+def test_export_configs_and_metadata(cluster: Cluster, admin: AdminRun, tmp_path: Path) -> None:
+    configs = admin.json("exportConfigs", "-c", CLUSTER, "-f", str(tmp_path))
+    assert json.loads((tmp_path / "configs.json").read_text()) == configs
+    assert configs["clusterScale"] == {"namesrvSize": 1, "masterBrokerSize": 1, "slaveBrokerSize": 0}
+    (props,) = configs["brokerConfigs"].values()
+    assert props["brokerClusterName"] == CLUSTER and props["useTLS"] == "false" and len(props) == 16
+
+    topic, group = unique_name("AdmExport"), unique_name("eg")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "3", "-w", "3")
+    admin.json("updateSubGroup", "-g", group, "-c", CLUSTER)
+    meta = admin.json("exportMetadata", "-c", CLUSTER, "-f", str(tmp_path))
+    assert json.loads((tmp_path / "metadata.json").read_text()) == meta
+    assert meta["topicConfigTable"][topic]["writeQueueNums"] == 3 and group in meta["subscriptionGroupTable"]
+    assert not {"TBW102", CLUSTER, "SCHEDULE_TOPIC_XXXX"} & set(meta["topicConfigTable"])
+    assert not [t for t in meta["topicConfigTable"] if t.startswith("%")]
+    assert "TOOLS_CONSUMER" not in meta["subscriptionGroupTable"]
+    only = admin.json("exportMetadata", "-b", cluster.broker, "-t", "-f", str(tmp_path))
+    assert set(only) == {"topicConfigTable", "exportTime"} and (tmp_path / "topic.json").exists()

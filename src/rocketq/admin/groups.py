@@ -28,7 +28,7 @@ from rocketq.errors import (
     TopicNotExist,
 )
 
-__all__ = ["RETRY_GROUP_TOPIC_PREFIX", "SYSTEM_GROUPS", "GroupAdmin", "mq_table"]
+__all__ = ["RETRY_GROUP_TOPIC_PREFIX", "SYSTEM_GROUPS", "GroupAdmin", "is_user_group", "mq_table"]
 
 log = logging.getLogger("rocketq.admin")
 
@@ -50,6 +50,11 @@ SYSTEM_GROUPS = frozenset(
         "DEFAULT_CONSUMER",
     }
 )
+
+
+def is_user_group(group: str) -> bool:
+    """Not a group the broker or RocketMQ's tools keep for themselves (MixAll.isSysConsumerGroup)."""
+    return group not in SYSTEM_GROUPS and not group.startswith("CID_RMQ_SYS_")
 
 
 class GroupAdmin(AdminBase):
@@ -76,6 +81,11 @@ class GroupAdmin(AdminBase):
         wrapper = SubscriptionGroupWrapper.from_json(self._json(response, "GET_ALL_SUBSCRIPTIONGROUP_CONFIG"))
         return dict(wrapper.subscription_group_table)
 
+    async def get_user_subscription_group(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """The broker's subscription groups without the system ones (getUserSubscriptionGroup)."""
+        table = await self.get_all_subscription_group(addr)
+        return {g: c for g, c in table.items() if is_user_group(g)}
+
     async def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
         ext = {"groupName": group, "cleanOffset": jbool(remove_offset)}
         await self._call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
@@ -89,7 +99,7 @@ class GroupAdmin(AdminBase):
         }
         for addr in (await self.master_addrs()).values():
             groups.update(await self.get_all_subscription_group(addr))
-        return sorted(g for g in groups if g not in SYSTEM_GROUPS and not g.startswith("CID_RMQ_SYS_"))
+        return sorted(g for g in groups if is_user_group(g))
 
     async def _all_topics(self) -> list[str]:
         response = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)

@@ -125,6 +125,29 @@ class TopicAdmin(AdminBase):
             )
         return addrs
 
+    async def get_all_topic_config(self, addr: str) -> dict[str, TopicConfig]:
+        """GET_ALL_TOPIC_CONFIG: the broker's whole topic table."""
+        response = await self._call(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        wrapper = TopicConfigSerializeWrapper.from_json(self._json(response, "GET_ALL_TOPIC_CONFIG"))
+        return dict(wrapper.topic_config_table)
+
+    async def get_system_topic_list_from_broker(self, addr: str) -> list[str]:
+        """GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the system topics of this broker (its cluster and name too)."""
+        response = await self._call(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+        return sorted(TopicList.from_json(response.body_bytes() or b"{}").topic_list)
+
+    async def get_user_topic_config(self, addr: str, special_topic: bool = False) -> dict[str, TopicConfig]:
+        """The broker's topics without system topics (the broker's own list, 305) and, unless
+        ``special_topic``, without retry and DLQ topics (DefaultMQAdminExt.getUserTopicConfig)."""
+        table = await self.get_all_topic_config(addr)
+        system = set(await self.get_system_topic_list_from_broker(addr))
+        special = ("%RETRY%", "%DLQ%")
+        return {
+            name: cfg for name, cfg in table.items()
+            if name not in system and not is_system_topic(name)
+            and (special_topic or not name.startswith(special)) and 0 <= cfg.perm < 16
+        }
+
     async def examine_topic_config(self, addr: str, topic: str) -> TopicConfig:
         """One topic's config on ``addr``: GET_TOPIC_CONFIG from 5.0 on; before, the whole table
         (GET_ALL_TOPIC_CONFIG, what 4.x's mqadmin reads), whose answer also tells the version."""

@@ -1,17 +1,35 @@
-"""Broker maintenance commands: cleanUnusedTopic, deleteExpiredCommitLog."""
+"""Broker maintenance and export commands: cleanUnusedTopic, deleteExpiredCommitLog, exportConfigs,
+exportMetadata.
+
+The export commands write the JSON file mqadmin writes (``-f`` directory, default
+/tmp/rocketmq/export) and print ``export <path> success``; ``--json`` prints the exported document.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from rocketq.cli.admin._common import Adder, Result, cell
 from rocketq.cli.admin.cluster import _brokers, _target
-from rocketq.cli.errors import UsageError
+from rocketq.cli.errors import CliError, UsageError
 
 if TYPE_CHECKING:
     from rocketq.admin import AdminClient
+
+DEFAULT_EXPORT_DIR = "/tmp/rocketmq/export"
+# The broker keys mqadmin's exportConfigs copies (ExportConfigsCommand.needBrokerProprties).
+EXPORT_CONFIG_KEYS = (
+    "brokerClusterName", "brokerId", "brokerName", "brokerRole", "fileReservedTime", "filterServerNums",
+    "flushDiskType", "maxMessageSize", "messageDelayLevel", "msgTraceTopicName", "slaveReadEnable",
+    "traceOn", "traceTopicEnable", "useTLS", "autoCreateTopicEnable", "autoCreateSubscriptionGroup",
+)
 
 
 def register(add: Adder) -> None:
@@ -21,6 +39,26 @@ def register(add: Adder) -> None:
     p = add("deleteExpiredCommitLog", delete_expired_commit_log,
             "Delete commit-log files older than fileReservedTime now")
     _target(p, "every master of the cluster")
+
+    p = add("exportConfigs", export_configs, "Export the masters' key configs and the cluster's scale")
+    p.add_argument("-c", "--clusterName", dest="cluster", required=True, help="the cluster to export")
+    _file_option(p)
+
+    p = add("exportMetadata", export_metadata, "Export the user topics and subscription groups")
+    _target(p, "every master of the cluster (queue counts summed)")
+    _file_option(p)
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("-t", "--topic", dest="only_topics", action="store_true",
+                      help="only topic metadata (topic.json)")
+    only.add_argument("-g", "--subscriptionGroup", dest="only_groups", action="store_true",
+                      help="only subscription groups (subscriptionGroup.json)")
+    p.add_argument("-s", "--specialTopic", dest="special", action="store_true",
+                   help="keep retry and DLQ topics")
+
+
+def _file_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--filePath", dest="file_path", default=DEFAULT_EXPORT_DIR,
+                   help=f"directory to write to (default {DEFAULT_EXPORT_DIR})")
 
 
 def _require_target(args: argparse.Namespace, command: str) -> None:
@@ -47,3 +85,65 @@ async def clean_unused_topic(admin: AdminClient, args: argparse.Namespace) -> Re
 async def delete_expired_commit_log(admin: AdminClient, args: argparse.Namespace) -> Result:
     return await _each_broker(admin, args, "deleteExpiredCommitLog", "delete expired commit log",
                               admin.delete_expired_commit_log)
+
+
+def _write(directory: str, name: str, document: dict[str, Any]) -> Result:
+    path = Path(directory).expanduser() / name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return Result(document, [cell(f"export {path} success")])
+
+
+async def export_configs(admin: AdminClient, args: argparse.Namespace) -> Result:
+    info = await admin.examine_broker_cluster_info()
+    names = info.cluster_addr_table.get(args.cluster)
+    if names is None:
+        raise UsageError(f"exportConfigs: cluster [{args.cluster}] not found")
+    configs: dict[str, dict[str, str]] = {}
+    masters = slaves = 0
+    for name in sorted(names):
+        data = info.broker_addr_table.get(name)
+        if data is None or data.master_addr is None:
+            continue
+        masters += 1
+        slaves += len(data.broker_addrs) - 1
+        props = await admin.get_broker_config(data.master_addr)
+        configs[props.get("brokerName", name)] = {k: props[k] for k in EXPORT_CONFIG_KEYS if k in props}
+    document = {
+        "brokerConfigs": configs,
+        "clusterScale": {"namesrvSize": len(admin.namesrv_addrs), "masterBrokerSize": masters,
+                         "slaveBrokerSize": slaves},
+    }
+    return _write(args.file_path, "configs.json", document)
+
+
+def _summed(tables: list[dict[str, Any]], *members: str) -> dict[str, Any]:
+    """One entry per name; the queue-count members are summed over brokers, as mqadmin does."""
+    out: dict[str, Any] = {}
+    for table in tables:
+        for name, cfg in table.items():
+            old = out.get(name)
+            if old is not None:
+                cfg = dataclasses.replace(cfg, **{m: getattr(old, m) + getattr(cfg, m) for m in members})
+            out[name] = cfg
+    return {name: cfg.to_obj() for name, cfg in sorted(out.items())}
+
+
+async def export_metadata(admin: AdminClient, args: argparse.Namespace) -> Result:
+    _require_target(args, "exportMetadata")
+    addrs = await _brokers(admin, args)
+    topics = [await admin.get_user_topic_config(a, args.special) for a in addrs]
+    groups = [await admin.get_user_subscription_group(a) for a in addrs]
+    document: dict[str, Any] = {}
+    if not args.only_groups:
+        document["topicConfigTable"] = _summed(topics, "read_queue_nums", "write_queue_nums")
+    if not args.only_topics:
+        document["subscriptionGroupTable"] = _summed(groups, "retry_queue_nums")
+    document["exportTime"] = int(time.time() * 1000)
+    name = "metadata.json"
+    if args.only_topics or args.only_groups:
+        name = "topic.json" if args.only_topics else "subscriptionGroup.json"
+    return _write(args.file_path, name, document)
