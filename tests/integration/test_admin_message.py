@@ -4,6 +4,7 @@ queryMsgByOffset, printMsg, consumeMessage, checkMsgSendRT."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -123,3 +124,26 @@ def test_tables_show_message_text_literally(admin: AdminRun, topic: str) -> None
     assert code == 0, err
     assert "[bold red]boom[/]" in out
     assert "\x1b" not in out and "\\x1b[31mred" in out
+
+
+def test_query_cq_allocate_mq_and_decode_message_id(cluster: Cluster, admin: AdminRun) -> None:
+    topic = unique_name("AdmCq")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "3", "-w", "3")
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    sent = [_send(admin, topic, f"cq{i}", "-c", "TagA", "-i", "1") for i in range(2)]
+
+    cq = admin.json("queryCq", "-t", topic, "-q", "1", "-i", "0", "-c", "5")
+    assert (cq["minQueueIndex"], cq["maxQueueIndex"]) == (0, 2) and cq["broker"] == cluster.broker
+    assert [e["index"] for e in cq["entries"]] == [0, 1]
+    stored = admin.json("queryMsgById", "-i", sent[1]["offsetMsgId"])
+    assert cq["entries"][1]["physicOffset"] == stored["commitLogOffset"]
+
+    alloc = admin.json("allocateMQ", "-t", topic, "-i", "c1,c2")["result"]
+    assert [[q["queueId"] for q in alloc[c]] for c in ("c1", "c2")] == [[0, 1], [2]]
+
+    before = int(time.time() * 1000)
+    for name in ("decodeMessageId", "DecodeMessageId"):
+        decoded = admin.json(name, "-i", sent[0]["msgId"])
+        assert decoded["pid"] == os.getpid() & 0xFFFF and decoded["ip"].count(".") == 3
+        assert before - 120_000 < decoded["timestamp"] <= before + 1000
+    assert "expected 32 or 56" in admin.fails("decodeMessageId", "-i", "ABC", code=2)

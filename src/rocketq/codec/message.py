@@ -68,6 +68,7 @@ __all__ = [
     "decode_messages",
     "decode_offset_msg_id",
     "decode_properties",
+    "decode_uniq_id",
     "decompress_body",
     "encode_batch_body",
     "encode_host",
@@ -161,17 +162,40 @@ def offset_msg_id_prefix(ip: str, port: int) -> str:
     return encode_host(ip, port).hex().upper()
 
 
+def _id_bytes(msg_id: str, what: str) -> bytes:
+    """Both id kinds are 16 bytes with an IPv4 host, 28 with an IPv6 one, as upper-case hex."""
+    if len(msg_id) not in (32, 56):
+        raise ProtocolError(f"bad {what} length {len(msg_id)}: expected 32 or 56 hex digits")
+    try:
+        return bytes.fromhex(msg_id)
+    except ValueError:
+        raise ProtocolError(f"{what} is not hex: {msg_id!r}") from None
+
+
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     """(ip, port, commit-log offset) from an offset msgId."""
-    if len(msg_id) not in (32, 56):
-        raise ProtocolError(f"bad offset msgId length {len(msg_id)}")
-    try:
-        raw = bytes.fromhex(msg_id)
-    except ValueError:
-        raise ProtocolError(f"offset msgId is not hex: {msg_id!r}") from None
+    raw = _id_bytes(msg_id, "offset msgId")
     ip_len = len(raw) - 12
     port, offset = struct.unpack_from(">iq", raw, ip_len)
     return _decode_ip(raw[:ip_len]), port, offset
+
+
+def decode_uniq_id(msg_id: str, now_ms: int | None = None) -> tuple[str, int, int]:
+    """(ip, pid, nearly the creation time in ms) from a client unique id (MessageClientIDSetter).
+
+    The id only holds ms since the start of a month: the month is the current one, or the one
+    before when that would put the time in the future (local time, as Java)."""
+    raw = _id_bytes(msg_id, "unique message id")
+    ip_len = 16 if len(raw) == 28 else 4
+    (pid,) = struct.unpack_from(">H", raw, ip_len)
+    (span,) = struct.unpack_from(">I", raw, ip_len + 6)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    t = time.localtime(now / 1000)
+    start = int(time.mktime((t.tm_year, t.tm_mon, 1, 0, 0, 0, 0, 0, -1)) * 1000)
+    if start + span >= now:
+        year, month = (t.tm_year - 1, 12) if t.tm_mon == 1 else (t.tm_year, t.tm_mon - 1)
+        start = int(time.mktime((year, month, 1, 0, 0, 0, 0, 0, -1)) * 1000)
+    return _decode_ip(raw[:ip_len]), pid, start + span
 
 
 class UniqIdGenerator:
