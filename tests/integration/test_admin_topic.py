@@ -85,3 +85,13 @@ def test_topic_commands_refuse_bad_input(admin: AdminRun) -> None:
     # The broker refuses the name (INVALID_PARAMETER): a bad value on the command line, exit 2.
     line = admin.fails("updateTopic", "-t", "bad topic!", "-c", CLUSTER, code=2)
     assert "illegal characters" in line
+
+
+def test_update_order_conf_put_get_delete(admin: AdminRun) -> None:
+    topic = unique_name("AdmOrderConf")
+    assert admin.json("updateOrderConf", "-t", topic, "-m", "get")["orderConf"] is None
+    admin.json("updateOrderConf", "-t", topic, "-m", "put", "-v", "broker-a:4;broker-b:2")
+    assert admin.json("updateOrderConf", "-t", topic, "-m", "get")["orderConf"] == "broker-a:4;broker-b:2"
+    admin.json("updateOrderConf", "-t", topic, "-m", "delete")
+    assert admin.json("updateOrderConf", "-t", topic, "-m", "get")["orderConf"] is None
+    assert "brokerName:num" in admin.fails("updateOrderConf", "-t", topic, "-m", "put", "-v", "x", code=2)

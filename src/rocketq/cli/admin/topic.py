@@ -1,5 +1,5 @@
 """Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus, topicClusterList,
-updateTopicPerm."""
+updateTopicPerm, updateOrderConf."""
 
 from __future__ import annotations
 
@@ -78,6 +78,11 @@ def register(add: Adder) -> None:
     _target(p, "change it")
     p.add_argument("-t", "--topic", required=True, help="topic name")
     p.add_argument("-p", "--perm", type=_perm, required=True, help=PERM_HELP)
+
+    p = add("updateOrderConf", update_order_conf, "Get, put or delete an ordered topic's name-server conf")
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-m", "--method", required=True, choices=("get", "put", "delete"), help="what to do")
+    p.add_argument("-v", "--orderConf", dest="order_conf", help="with put: brokerName1:num;brokerName2:num")
 
 
 async def update_topic(admin: AdminClient, args: argparse.Namespace) -> Result:
@@ -236,3 +241,28 @@ async def update_topic_perm(admin: AdminClient, args: argparse.Namespace) -> Res
         for r in rows
     ]
     return Result({"topic": args.topic, "brokers": rows}, views)
+
+
+async def update_order_conf(admin: AdminClient, args: argparse.Namespace) -> Result:
+    """The name servers' ORDER_TOPIC_CONFIG entry of a topic (which brokers and how many queues an
+    ordered topic has); put and delete reach every name server."""
+    from rocketq.admin.topics import ORDER_TOPIC_CONFIG
+
+    topic = args.topic
+    if args.method == "get":
+        conf = await admin.get_kv_config(ORDER_TOPIC_CONFIG, topic)
+        return Result({"topic": topic, "orderConf": conf},
+                      [cell(f"get orderConf success. topic=[{topic}], orderConf=[{conf or ''}]")])
+    if args.method == "delete":
+        await admin.delete_kv_config(ORDER_TOPIC_CONFIG, topic)
+        return Result({"topic": topic, "deleted": True}, [cell(f"delete orderConf success. topic=[{topic}]")])
+    conf = (args.order_conf or "").strip()
+    if not conf:
+        raise UsageError("updateOrderConf: put needs the conf with -v (brokerName:num;brokerName:num)")
+    for part in conf.split(";"):
+        name, sep, num = part.partition(":")
+        if not (name.strip() and sep and num.strip().isdigit()):
+            raise UsageError(f"updateOrderConf: '{part}' is not brokerName:num")
+    await admin.create_and_update_kv_config(ORDER_TOPIC_CONFIG, topic, conf)
+    return Result({"topic": topic, "orderConf": conf},
+                  [cell(f"update orderConf success. topic=[{topic}], orderConf=[{conf}]")])
