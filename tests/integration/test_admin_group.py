@@ -171,3 +171,12 @@ async def test_config_lookups_use_5x_codes_only_with_a_broker_announcing_5x(clus
         assert codes[3:] == [351, 352] and (topic_5x, group_5x) == as_4x
         with pytest.raises(rocketq.errors.TopicNotExist):  # type: ignore[attr-defined]
             await a.examine_topic_config(cluster.broker, unique_name("none"))
+
+
+def test_get_consumer_config(cluster: Cluster, admin: AdminRun) -> None:
+    group = unique_name("cfg")
+    admin.json("updateSubGroup", "-g", group, "-c", CLUSTER, "-r", "7")
+    (row,) = admin.json("getConsumerConfig", "-g", group)
+    config = row["config"]
+    assert (row["clusterName"], config["groupName"], config["retryMaxTimes"]) == (CLUSTER, group, 7)
+    assert "no broker" in admin.fails("getConsumerConfig", "-g", unique_name("none"))

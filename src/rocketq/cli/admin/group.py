@@ -1,6 +1,6 @@
 """Consumer/producer group commands: updateSubGroup, deleteSubGroup, consumerProgress,
 consumerConnection, producerConnection, consumerStatus, resetOffsetByTime, skipAccumulatedMessage,
-cloneGroupOffset."""
+cloneGroupOffset, getConsumerConfig."""
 
 from __future__ import annotations
 
@@ -155,6 +155,9 @@ def register(add: Adder) -> None:
     p.add_argument("-t", "--topic", required=True, help="topic")
     p.add_argument("-f", "--force", type=bool_arg, default=True, metavar="true|false", help=argparse.SUPPRESS)
     p.add_argument("-c", "--cluster", help=argparse.SUPPRESS)
+
+    p = add("getConsumerConfig", get_consumer_config, "Show a subscription group's config on every broker")
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="subscription group name")
 
     p = add("cloneGroupOffset", clone_group_offset, "Copy one group's offsets to another group")
     p.add_argument("-s", "--srcGroup", dest="src", required=True, help="source consumer group")
@@ -443,3 +446,25 @@ async def clone_group_offset(admin: AdminClient, args: argparse.Namespace) -> Re
             )
         ],
     )
+
+
+async def get_consumer_config(admin: AdminClient, args: argparse.Namespace) -> Result:
+    """The group's SubscriptionGroupConfig on each broker that has it (mqadmin asks every broker)."""
+    from rocketq.errors import SubscriptionGroupNotExist
+
+    info = await admin.examine_broker_cluster_info()
+    cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
+    data, views = [], []
+    for name, bd in sorted(info.broker_addr_table.items()):
+        addr = bd.master_addr or next(iter(sorted(bd.broker_addrs.items())), (0, None))[1]
+        if addr is None:
+            continue
+        try:
+            config = (await admin.examine_subscription_group_config(addr, args.group)).to_obj()
+        except SubscriptionGroupNotExist:
+            continue
+        data.append({"clusterName": cluster_of.get(name), "brokerName": name, "config": config})
+        views.append(kv_table(config, f"{cluster_of.get(name)}:{name}"))
+    if not data:
+        raise SubscriptionGroupNotExist(f"subscription group [{args.group}] is on no broker")
+    return Result(data, views)
