@@ -147,3 +147,21 @@ def test_query_cq_allocate_mq_and_decode_message_id(cluster: Cluster, admin: Adm
         assert decoded["pid"] == os.getpid() & 0xFFFF and decoded["ip"].count(".") == 3
         assert before - 120_000 < decoded["timestamp"] <= before + 1000
     assert "expected 32 or 56" in admin.fails("decodeMessageId", "-i", "ABC", code=2)
+
+
+def test_print_msg_by_queue_counts_tags(admin: AdminRun) -> None:
+    topic = unique_name("AdmByQ")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "2", "-w", "2")
+    eventually(lambda: admin.json("topicRoute", "-t", topic))
+    broker = admin.json("clusterList")[0]["brokerName"]
+    for i, tag in enumerate(("A", "B", "A")):
+        _send(admin, topic, f"q{i}", "-c", tag, "-i", "1")
+    _send(admin, topic, "elsewhere", "-c", "A", "-i", "0")
+
+    out = admin.json("printMsgByQueue", "-t", topic, "-a", broker, "-i", "1", "-f", "true", "-p", "true")
+    assert out["count"] == 3 and out["tags"] == {"A": 2, "B": 1}
+    assert [m["queueOffset"] for m in out["messages"]] == [0, 1, 2] and "body" not in out["messages"][0]
+    queue = ("-t", topic, "-a", broker, "-i", "1")
+    only_b = admin.json("printMsgByQueue", *queue, "-s", "B", "-d", "true", "-p", "true")
+    assert [m["body"] for m in only_b["messages"]] == ["q1"]
+    assert admin.json("printMsgByQueue", "-t", topic, "-a", broker, "-i", "1") == {"count": 3}

@@ -133,7 +133,7 @@ def register(add: Adder) -> None:
     p.add_argument("-s", "--size", type=positive, default=128, help="body bytes (default 128)")
 
 
-def _messages_result(msgs: list[MessageExt], title: str, print_body: bool = True) -> Result:
+def messages_result(msgs: list[MessageExt], title: str, print_body: bool = True) -> Result:
     rows = [
         (
             m.msg_id,
@@ -204,7 +204,7 @@ async def query_msg_by_id(admin: AdminClient, args: argparse.Namespace) -> Resul
 
 async def query_msg_by_key(admin: AdminClient, args: argparse.Namespace) -> Result:
     msgs = await admin.query_message(args.topic, args.key, args.max_num, args.begin, args.end)
-    return _messages_result(msgs, f"messages of {args.topic} with key {args.key}")
+    return messages_result(msgs, f"messages of {args.topic} with key {args.key}")
 
 
 async def query_msg_by_unique_key(admin: AdminClient, args: argparse.Namespace) -> Result:
@@ -233,7 +233,7 @@ async def query_msg_by_offset(admin: AdminClient, args: argparse.Namespace) -> R
     return Result(message_obj(msg), [message_view(msg)])
 
 
-async def _queue_range(
+async def queue_range(
     admin: AdminClient, mq: MessageQueue, begin: int | None, end: int | None
 ) -> tuple[int, int]:
 
@@ -246,23 +246,23 @@ async def print_msg(admin: AdminClient, args: argparse.Namespace) -> Result:
     print_body = args.print_body == "true"
     msgs: list[MessageExt] = []
     for mq in await admin.fetch_subscribe_queues(args.topic):
-        lo, hi = await _queue_range(admin, mq, args.begin, args.end)
+        lo, hi = await queue_range(admin, mq, args.begin, args.end)
         async for msg in admin.read_queue(mq, lo, hi, args.expression, limit=args.limit - len(msgs)):
             msgs.append(msg)
         if len(msgs) >= args.limit:
             break
     if args.charset.lower().replace("-", "") not in ("utf8",):
-        msgs = [_recode(m, args.charset) for m in msgs]
-    return _messages_result(msgs, f"messages of {args.topic}", print_body)
+        msgs = [recode(m, args.charset) for m in msgs]
+    return messages_result(msgs, f"messages of {args.topic}", print_body)
 
 
-def _recode(msg: MessageExt, charset: str) -> MessageExt:
+def recode(msg: MessageExt, charset: str) -> MessageExt:
     import dataclasses
 
     try:
         text = msg.body.decode(charset, "replace")
     except LookupError:
-        raise UsageError(f"printMsg: unknown charset {charset!r}") from None
+        raise UsageError(f"unknown charset {charset!r}") from None
     return dataclasses.replace(msg, body=text.encode("utf-8"))
 
 
@@ -305,14 +305,14 @@ async def consume_message(admin: AdminClient, args: argparse.Namespace) -> Resul
         raise UsageError(f"consumeMessage: {args.topic} has no such queue")
     msgs: list[MessageExt] = []
     for mq in queues:
-        lo, hi = await _queue_range(admin, mq, args.begin, args.end)
+        lo, hi = await queue_range(admin, mq, args.begin, args.end)
         if args.offset is not None:
             lo = max(lo, args.offset)
         async for msg in admin.read_queue(mq, lo, hi, limit=args.count - len(msgs)):
             msgs.append(msg)
         if len(msgs) >= args.count:
             break
-    return _messages_result(msgs, f"consumed from {args.topic}")
+    return messages_result(msgs, f"consumed from {args.topic}")
 
 
 async def check_msg_send_rt(admin: AdminClient, args: argparse.Namespace) -> Result:

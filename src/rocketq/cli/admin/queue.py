@@ -1,12 +1,26 @@
-"""Queue and message-id tools: queryCq, allocateMQ, decodeMessageId."""
+"""Queue and message-id tools: printMsgByQueue, queryCq, allocateMQ, decodeMessageId."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections import Counter
+from typing import TYPE_CHECKING, Any
 
-from rocketq.cli.admin._common import Adder, Result, cell, format_ts, mq_dict, non_negative, positive, table
+from rocketq.cli.admin._common import (
+    Adder,
+    Result,
+    bool_arg,
+    cell,
+    format_ts,
+    mq_dict,
+    non_negative,
+    positive,
+    table,
+    timestamp_arg,
+)
+from rocketq.cli.admin.message import DEFAULT_PRINT_LIMIT, messages_result, queue_range, recode
 from rocketq.cli.errors import UsageError
+from rocketq.client.message import MessageQueue
 from rocketq.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -14,6 +28,22 @@ if TYPE_CHECKING:
 
 
 def register(add: Adder) -> None:
+    p = add("printMsgByQueue", print_msg_by_queue, "Read one queue's messages; count them by tag")
+    p.add_argument("-t", "--topic", required=True, help="topic")
+    p.add_argument("-a", "--brokerName", dest="broker_name", required=True, help="broker name")
+    p.add_argument("-i", "--queueId", dest="queue_id", type=non_negative, required=True, help="queue id")
+    p.add_argument("-c", "--charsetName", dest="charset", default="utf-8", help="body charset (UTF-8)")
+    p.add_argument("-s", "--subExpression", dest="expression", default="*", help="tag filter (default *)")
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=timestamp_arg, help="from this time")
+    p.add_argument("-e", "--endTimestamp", dest="end", type=timestamp_arg, help="to this time")
+    for letter, name, dest, what in (("-p", "--printMsg", "print_msg", "print the messages"),
+                                     ("-d", "--printBody", "print_body", "print bodies"),
+                                     ("-f", "--calculate", "calculate", "count messages by tag")):
+        p.add_argument(letter, name, dest=dest, type=bool_arg, default=False, metavar="true|false",
+                       help=f"{what} (default false)")
+    p.add_argument("--limit", type=positive, default=DEFAULT_PRINT_LIMIT,
+                   help=f"stop after this many messages (default {DEFAULT_PRINT_LIMIT})")
+
     p = add("queryCq", query_cq, "Show raw consume-queue entries of one queue")
     p.add_argument("-t", "--topic", required=True, help="topic")
     p.add_argument("-q", "--queue", dest="queue_id", type=non_negative, required=True, help="queue id")
@@ -30,6 +60,28 @@ def register(add: Adder) -> None:
     for name in ("decodeMessageId", "DecodeMessageId"):  # mqadmin spells it with a capital D
         p = add(name, decode_message_id, help_text)
         p.add_argument("-i", "--messageId", dest="msg_id", required=True, help="unique message id")
+
+
+async def print_msg_by_queue(admin: AdminClient, args: argparse.Namespace) -> Result:
+    mq = MessageQueue(args.topic, args.broker_name, args.queue_id)
+    lo, hi = await queue_range(admin, mq, args.begin, args.end)
+    msgs = [m async for m in admin.read_queue(mq, lo, hi, args.expression, limit=args.limit)]
+    if args.charset.lower().replace("-", "") != "utf8":
+        msgs = [recode(m, args.charset) for m in msgs]
+    tags = Counter(m.tags or "" for m in msgs)
+    data: dict[str, Any] = {"count": len(msgs)}
+    views: list[Any] = []
+    if args.print_msg:
+        shown = messages_result(msgs, f"messages of {args.topic}:{args.broker_name}:{args.queue_id}",
+                                args.print_body)
+        data["messages"] = shown.data
+        views += shown.views
+    if args.calculate:
+        data["tags"] = dict(tags.most_common())
+        views.append(table(("Tag", "Count"), tags.most_common(), "messages by tag"))
+    if not views:
+        views.append(cell(f"{len(msgs)} message(s) in {args.topic}:{args.broker_name}:{args.queue_id}"))
+    return Result(data, views)
 
 
 async def query_cq(admin: AdminClient, args: argparse.Namespace) -> Result:
