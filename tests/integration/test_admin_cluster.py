@@ -268,3 +268,10 @@ def test_export_configs_and_metadata(cluster: Cluster, admin: AdminRun, tmp_path
     assert "TOOLS_CONSUMER" not in meta["subscriptionGroupTable"]
     only = admin.json("exportMetadata", "-b", cluster.broker, "-t", "-f", str(tmp_path))
     assert set(only) == {"topicConfigTable", "exportTime"} and (tmp_path / "topic.json").exists()
+
+
+def test_send_msg_status_sends_to_the_broker_topic(admin: AdminRun) -> None:
+    name = _broker_name(admin)
+    rows = admin.json("sendMsgStatus", "-b", name, "-c", "3", "-s", "64")
+    assert [r["sendStatus"] for r in rows] == ["SEND_OK"] * 3 and all(r["rt"] > 0 for r in rows)
+    assert len({(r["queueId"], r["queueOffset"]) for r in rows}) == 3  # three stored messages

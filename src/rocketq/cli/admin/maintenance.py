@@ -1,5 +1,5 @@
-"""Broker maintenance and export commands: cleanUnusedTopic, deleteExpiredCommitLog, exportConfigs,
-exportMetadata.
+"""Broker maintenance and export commands: cleanUnusedTopic, deleteExpiredCommitLog, sendMsgStatus,
+exportConfigs, exportMetadata.
 
 The export commands write the JSON file mqadmin writes (``-f`` directory, default
 /tmp/rocketmq/export) and print ``export <path> success``; ``--json`` prints the exported document.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rocketq.cli.admin._common import Adder, Result, cell
+from rocketq.cli.admin._common import Adder, Result, cell, positive, table
 from rocketq.cli.admin.cluster import _brokers, _target
 from rocketq.cli.errors import CliError, UsageError
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rocketq.admin import AdminClient
 
 DEFAULT_EXPORT_DIR = "/tmp/rocketmq/export"
+SEND_STATUS_GROUP = "PID_SMSC"  # mqadmin's producer group for sendMsgStatus
 # The broker keys mqadmin's exportConfigs copies (ExportConfigsCommand.needBrokerProprties).
 EXPORT_CONFIG_KEYS = (
     "brokerClusterName", "brokerId", "brokerName", "brokerRole", "fileReservedTime", "filterServerNums",
@@ -39,6 +40,11 @@ def register(add: Adder) -> None:
     p = add("deleteExpiredCommitLog", delete_expired_commit_log,
             "Delete commit-log files older than fileReservedTime now")
     _target(p, "every master of the cluster")
+
+    p = add("sendMsgStatus", send_msg_status, "Send to a broker's own topic and show each round trip")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True, help="broker name (its topic)")
+    p.add_argument("-s", "--messageSize", dest="size", type=positive, default=128, help="body bytes (128)")
+    p.add_argument("-c", "--count", type=positive, default=50, help="messages to send (default 50)")
 
     p = add("exportConfigs", export_configs, "Export the masters' key configs and the cluster's scale")
     p.add_argument("-c", "--clusterName", dest="cluster", required=True, help="the cluster to export")
@@ -87,6 +93,25 @@ async def delete_expired_commit_log(admin: AdminClient, args: argparse.Namespace
                               admin.delete_expired_commit_log)
 
 
+async def send_msg_status(admin: AdminClient, args: argparse.Namespace) -> Result:
+    """Every broker serves a topic named after itself (brokerTopicEnable): sending there measures
+    that one broker. A first small send warms the route and connection up, as mqadmin does."""
+    from rocketq.client.message import Message
+
+    rows = []
+    async with admin.producer(SEND_STATUS_GROUP) as producer:
+        await producer.send(Message(args.broker_name, b"x" * 16))
+        for _ in range(args.count):
+            started = time.perf_counter()
+            r = await producer.send(Message(args.broker_name, b"x" * args.size))
+            rt = round((time.perf_counter() - started) * 1000.0, 3)
+            rows.append({"rt": rt, "sendStatus": r.status.name, "msgId": r.msg_id,
+                         "queueId": r.message_queue.queue_id, "queueOffset": r.queue_offset})
+    t = table(("RT (ms)", "Send Status", "MsgId", "Queue Id", "Queue Offset"),
+              [tuple(r.values()) for r in rows], f"send status of {args.broker_name}")
+    return Result(rows, [t])
+
+
 def _write(directory: str, name: str, document: dict[str, Any]) -> Result:
     path = Path(directory).expanduser() / name
     try:
@@ -123,8 +148,8 @@ async def export_configs(admin: AdminClient, args: argparse.Namespace) -> Result
 def _summed(tables: list[dict[str, Any]], *members: str) -> dict[str, Any]:
     """One entry per name; the queue-count members are summed over brokers, as mqadmin does."""
     out: dict[str, Any] = {}
-    for table in tables:
-        for name, cfg in table.items():
+    for per_broker in tables:
+        for name, cfg in per_broker.items():
             old = out.get(name)
             if old is not None:
                 cfg = dataclasses.replace(cfg, **{m: getattr(old, m) + getattr(cfg, m) for m in members})
