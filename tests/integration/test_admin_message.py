@@ -165,3 +165,17 @@ def test_print_msg_by_queue_counts_tags(admin: AdminRun) -> None:
     only_b = admin.json("printMsgByQueue", *queue, "-s", "B", "-d", "true", "-p", "true")
     assert [m["body"] for m in only_b["messages"]] == ["q1"]
     assert admin.json("printMsgByQueue", "-t", topic, "-a", broker, "-i", "1") == {"count": 3}
+
+
+def test_resend_message_stores_a_copy(admin: AdminRun, topic: str) -> None:
+    key = unique_name("again")
+    sent = _send(admin, topic, "resend-me", "-k", key, "-c", "TagR")
+    out = admin.json("resendMessage", "-i", sent["offsetMsgId"])
+    assert (out["originalMsgId"], out["topic"], out["sendStatus"]) == (sent["offsetMsgId"], topic, "SEND_OK")
+    copy = admin.json("queryMsgById", "-i", out["offsetMsgId"])
+    assert (copy["body"], copy["tags"], copy["keys"]) == ("resend-me", "TagR", key)
+    assert copy["msgId"] != sent["msgId"]  # a new message with its own unique key
+    again = admin.json("queryMsgById", "-i", sent["msgId"], "-t", topic, "-s", "true")
+    assert again["sendStatus"] == "SEND_OK"
+    assert again["offsetMsgId"] not in (sent["offsetMsgId"], out["offsetMsgId"])
+    assert eventually(lambda: len(admin.json("queryMsgByKey", "-t", topic, "-k", key)) == 3 or None)

@@ -34,6 +34,13 @@ log = logging.getLogger("rocketq.admin")
 # The group mqadmin pulls with: every broker has it, so reading a queue needs no setup.
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 ADMIN_PRODUCER_GROUP = "PID_ROCKETQ_ADMIN"
+# mqadmin's producer group for `queryMsgById -s true`.
+RESEND_PRODUCER_GROUP = "ReSendMsgById"
+# Properties the broker or producer writes on every stored message: a resent copy gets its own.
+_STORED_ONLY_PROPERTIES = frozenset(
+    {"TAGS", "KEYS", "UNIQ_KEY", "WAIT", "DELAY", "MIN_OFFSET", "MAX_OFFSET", "CLUSTER", "REAL_TOPIC",
+     "REAL_QID", "CONSUME_START_TIME", "TRAN_MSG"}
+)
 MAX_QUERY_TIMESTAMP = 2**63 - 1
 # A unique-key lookup returns every stored copy (retries store a message again); the broker caps it.
 DEFAULT_QUERY_MAX_NUM = 64
@@ -236,6 +243,16 @@ class MessageAdmin(AdminBase):
             if broker_name is not None or queue_id is not None:
                 queue = await self._pick_queue(producer, topic, broker_name, queue_id)
             return await producer.send(msg, queue=queue)
+
+    async def resend_message(self, topic: str | None, msg_id: str) -> tuple[MessageExt, SendResult]:
+        """``queryMsgById -s true``: send a stored message again, to its topic, with its body, tags,
+        keys, flag and user properties (a new unique key: it is a new message)."""
+        stored = await self.view_message(topic, msg_id)
+        props = {k: v for k, v in stored.properties.items() if k not in _STORED_ONLY_PROPERTIES}
+        msg = Message(stored.topic, stored.body, tags=stored.tags or None, keys=stored.keys or None,
+                      flag=stored.flag, properties=props)
+        async with self.producer(RESEND_PRODUCER_GROUP) as producer:
+            return stored, await producer.send(msg)
 
     @staticmethod
     async def _pick_queue(

@@ -1,5 +1,5 @@
-"""Message commands: queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset, printMsg,
-sendMessage, consumeMessage, checkMsgSendRT."""
+"""Message commands: queryMsgById, resendMessage, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset,
+printMsg, sendMessage, consumeMessage, checkMsgSendRT."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rocketq.cli.admin._common import (
     Adder,
     Result,
     body_text,
+    bool_arg,
     cell,
     format_ts,
     message_obj,
@@ -40,10 +41,15 @@ def register(add: Adder) -> None:
     p.add_argument("-i", "--msgId", dest="msg_ids", required=True, help="message id(s), comma separated")
     p.add_argument("-g", "--consumerGroup", dest="group", help="with -d: let this group's client consume it")
     p.add_argument("-d", "--clientId", dest="client_id", help="with -g: the client that consumes it directly")
-    p.add_argument("-s", "--sendMessage", help=argparse.SUPPRESS)
+    p.add_argument("-s", "--sendMessage", dest="resend", type=bool_arg, default=False, metavar="true|false",
+                   help="send the message(s) again (as resendMessage)")
     p.add_argument("-u", "--unitName", help=argparse.SUPPRESS)
     p.add_argument("-f", "--bodyFormat", help=argparse.SUPPRESS)
     p.add_argument("-c", "--cluster", help=argparse.SUPPRESS)
+
+    p = add("resendMessage", resend_message, "Send stored messages again (mqadmin: queryMsgById -s true)")
+    p.add_argument("-t", "--topic", help="topic (needed when the id is a unique key)")
+    p.add_argument("-i", "--msgId", dest="msg_ids", required=True, help="message id(s), comma separated")
 
     p = add("queryMsgByKey", query_msg_by_key, "Find messages by key")
     p.add_argument("-t", "--topic", required=True, help="topic")
@@ -186,10 +192,28 @@ async def _consume_directly(
     ]
 
 
+def _ids(text: str) -> list[str]:
+    return [i.strip() for i in text.split(",") if i.strip()]
+
+
+async def resend_message(admin: AdminClient, args: argparse.Namespace) -> Result:
+    data, rows = [], []
+    for msg_id in _ids(args.msg_ids):
+        stored, r = await admin.resend_message(args.topic, msg_id)
+        data.append({"originalMsgId": msg_id, "topic": stored.topic, "sendStatus": r.status.name,
+                     "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id,
+                     "brokerName": r.message_queue.broker_name, "queueId": r.message_queue.queue_id})
+        rows.append((msg_id, stored.topic, r.status.name, r.msg_id))
+    t = table(("Original MsgId", "Topic", "Send Status", "New MsgId"), rows, "resent")
+    return Result(data[0] if len(data) == 1 else data, [t])
+
+
 async def query_msg_by_id(admin: AdminClient, args: argparse.Namespace) -> Result:
     if bool(args.group) != bool(args.client_id):
         raise UsageError("queryMsgById: -g and -d go together")
-    ids = [i.strip() for i in args.msg_ids.split(",") if i.strip()]
+    if args.resend and not args.group:
+        return await resend_message(admin, args)
+    ids = _ids(args.msg_ids)
     data, views = [], []
     for msg_id in ids:
         msg = await admin.view_message(args.topic, msg_id)
