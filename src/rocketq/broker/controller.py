@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -398,6 +399,15 @@ class BrokerController:
             "timerEnqueueTps": "0.0",
             "timerDequeueTps": "0.0",
             "commitLogDiskRatio": "0.0",
+            "totalMemKBytes": str(_total_mem_kbytes()),
         }
         info.update(store_info)
         return info
+
+
+def _total_mem_kbytes() -> int:
+    """The machine's physical memory (what Java's runtime info reports; exportMetrics reads it)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024
+    except (ValueError, OSError, AttributeError):
+        return 0

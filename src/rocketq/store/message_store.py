@@ -432,6 +432,7 @@ class MessageStore:
     def runtime_info(self) -> dict[str, str]:
         cl = self.commit_log
         ratio = self._disk_ratio()
+        put = self.put
         return {
             "commitLogMinOffset": str(cl.min_offset),
             "commitLogMaxOffset": str(cl.max_offset),
@@ -443,6 +444,9 @@ class MessageStore:
             "indexPendingKeys": str(self.index.pending_keys) if self.index is not None else "0",
             "putMessageTimesTotal": str(self.put.times_total),
             "putMessageSizeTotal": str(self.put.size_total),
+            # Java: bytes per stored message so far (0 before the first put).
+            "putMessageAverageSize": str(put.size_total / put.times_total if put.times_total else 0.0),
+            "consumeQueueDiskRatio": f"{retention.disk_used_ratio(self.config.consume_queue_dir):.4f}",
             "getMessageTimesTotal": str(self.get_message_times_total),
             "getMessageTransferredMsgCount": str(self.get_message_transferred_total),
             "earliestMessageTimeStamp": str(self._earliest_store_ts()),
