@@ -275,3 +275,20 @@ def test_send_msg_status_sends_to_the_broker_topic(admin: AdminRun) -> None:
     rows = admin.json("sendMsgStatus", "-b", name, "-c", "3", "-s", "64")
     assert [r["sendStatus"] for r in rows] == ["SEND_OK"] * 3 and all(r["rt"] > 0 for r in rows)
     assert len({(r["queueId"], r["queueOffset"]) for r in rows}) == 3  # three stored messages
+
+
+def test_export_metrics(cluster: Cluster, admin: AdminRun, tmp_path: Path) -> None:
+    topic = unique_name("AdmMetrics")
+    admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "1", "-w", "1")
+    admin.json("sendMessage", "-t", topic, "-p", "m" * 100)
+    metrics = admin.json("exportMetrics", "-c", CLUSTER, "-f", str(tmp_path))
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
+    (report,) = metrics["evaluateReport"].values()
+    quota = report["runtimeQuota"]
+    assert quota["topicSize"] >= 1 and float(quota["messageAverageSize"]) > 100
+    assert 0 <= float(quota["diskRatio"]["consumeQueueDiskRatio"]) <= 1
+    assert int(report["runtimeEnv"]["totalMemKBytes"]) > 0
+    assert report["runtimeVersion"]["rocketmqVersion"]
+    assert set(metrics["totalData"]["totalTps"]) == {
+        "totalNormalInTps", "totalNormalOutTps", "totalTransInTps", "totalScheduleInTps"
+    }

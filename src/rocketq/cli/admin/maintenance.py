@@ -1,5 +1,5 @@
 """Broker maintenance and export commands: cleanUnusedTopic, deleteExpiredCommitLog, sendMsgStatus,
-exportConfigs, exportMetadata.
+exportConfigs, exportMetadata, exportMetrics.
 
 The export commands write the JSON file mqadmin writes (``-f`` directory, default
 /tmp/rocketmq/export) and print ``export <path> success``; ``--json`` prints the exported document.
@@ -19,9 +19,11 @@ import orjson
 from rocketq.cli.admin._common import Adder, Result, cell, positive, table
 from rocketq.cli.admin.cluster import _brokers, _target
 from rocketq.cli.errors import CliError, UsageError
+from rocketq.errors import RemotingError, ServerError
 
 if TYPE_CHECKING:
     from rocketq.admin import AdminClient
+    from rocketq.admin.models import BrokerStatsData
 
 DEFAULT_EXPORT_DIR = "/tmp/rocketmq/export"
 SEND_STATUS_GROUP = "PID_SMSC"  # mqadmin's producer group for sendMsgStatus
@@ -60,6 +62,10 @@ def register(add: Adder) -> None:
                       help="only subscription groups (subscriptionGroup.json)")
     p.add_argument("-s", "--specialTopic", dest="special", action="store_true",
                    help="keep retry and DLQ topics")
+
+    p = add("exportMetrics", export_metrics, "Export each master's load, sizes and clients (metrics.json)")
+    p.add_argument("-c", "--clusterName", dest="cluster", required=True, help="the cluster to export")
+    _file_option(p)
 
 
 def _file_option(p: argparse.ArgumentParser) -> None:
@@ -172,3 +178,84 @@ async def export_metadata(admin: AdminClient, args: argparse.Namespace) -> Resul
     if args.only_topics or args.only_groups:
         name = "topic.json" if args.only_topics else "subscriptionGroup.json"
     return _write(args.file_path, name, document)
+
+
+def _day_sum(stats: BrokerStatsData | None) -> int:
+    """StatsAllSubCommand.compute24HourSum: the day's sum, else the hour's, else the minute's."""
+    if stats is None:
+        return 0
+    return stats.stats_day.sum or stats.stats_hour.sum or stats.stats_minute.sum
+
+
+def _first_tps(text: str | None) -> float:
+    try:
+        return float((text or "0").split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+async def _topic_stats(admin: AdminClient, addr: str, topic: str) -> BrokerStatsData | None:
+    try:
+        return await admin.view_broker_stats_data(addr, "TOPIC_PUT_NUMS", topic)
+    except ServerError:  # nothing was ever put there
+        return None
+
+
+async def export_metrics(admin: AdminClient, args: argparse.Namespace) -> Result:
+    """ExportMetricsCommand's metrics.json: per master its environment, load (TPS now, messages in
+    the last day), sizes and the client versions of its groups; and the totals over the cluster."""
+    info = await admin.examine_broker_cluster_info()
+    names = info.cluster_addr_table.get(args.cluster)
+    if names is None:
+        raise UsageError(f"exportMetrics: cluster [{args.cluster}] not found")
+    tps_total = dict.fromkeys(("totalNormalInTps", "totalNormalOutTps", "totalTransInTps",
+                               "totalScheduleInTps"), 0.0)
+    day_total = dict.fromkeys(("normalOneDayInNum", "normalOneDayOutNum", "transOneDayInNum",
+                               "scheduleOneDayInNum"), 0)
+    report: dict[str, Any] = {}
+    for name in sorted(names):
+        data = info.broker_addr_table.get(name)
+        addr = data.master_addr if data is not None else None
+        if addr is None:
+            continue
+        kv = await admin.fetch_broker_runtime_stats(addr)
+        props = await admin.get_broker_config(addr)
+        groups = await admin.get_user_subscription_group(addr)
+        topics = await admin.get_user_topic_config(addr)
+        trans = await _topic_stats(admin, addr, "RMQ_SYS_TRANS_HALF_TOPIC")
+        schedule = await _topic_stats(admin, addr, "SCHEDULE_TOPIC_XXXX")
+        tps = {"normalInTps": _first_tps(kv.get("putTps")),
+               "normalOutTps": _first_tps(kv.get("getTransferredTps")),
+               "transInTps": trans.stats_minute.tps if trans else 0.0,
+               "scheduleInTps": schedule.stats_minute.tps if schedule else 0.0}
+        day = {"normalOneDayInNum": int(kv.get("msgPutTotalTodayMorning", 0))
+               - int(kv.get("msgPutTotalYesterdayMorning", 0)),
+               "normalOneDayOutNum": int(kv.get("msgGetTotalTodayMorning", 0))
+               - int(kv.get("msgGetTotalYesterdayMorning", 0)),
+               "transOneDayInNum": _day_sum(trans), "scheduleOneDayInNum": _day_sum(schedule)}
+        for key, value in tps.items():
+            tps_total["total" + key[0].upper() + key[1:]] += value
+        for key, count in day.items():
+            day_total[key] += count
+        clients: set[str] = set()
+        for group in groups:
+            try:
+                conn = await admin.examine_consumer_connection_info(group)
+            except (ServerError, RemotingError):  # offline groups have no connections
+                continue
+            # language%version; the version as its MQVersion ordinal (mqadmin prints the enum name)
+            clients.update(f"{c.language}%{c.version}" for c in conn.connection_set)
+        report[name] = {
+            # cpuNum is Java's clientCallbackExecutorThreads, a key rocketq's broker has no use for.
+            "runtimeEnv": {"cpuNum": props.get("clientCallbackExecutorThreads"),
+                           "totalMemKBytes": kv.get("totalMemKBytes")},
+            "runtimeQuota": {
+                "diskRatio": {"commitLogDiskRatio": kv.get("commitLogDiskRatio"),
+                              "consumeQueueDiskRatio": kv.get("consumeQueueDiskRatio")},
+                "tps": tps, "oneDayNum": day, "messageAverageSize": kv.get("putMessageAverageSize"),
+                "topicSize": len(topics), "groupSize": len(groups),
+            },
+            "runtimeVersion": {"rocketmqVersion": kv.get("brokerVersionDesc"), "clientInfo": sorted(clients)},
+        }
+    document = {"evaluateReport": report, "totalData": {"totalTps": tps_total, "totalOneDayNum": day_total}}
+    return _write(args.file_path, "metrics.json", document)
