@@ -108,6 +108,9 @@ def test_progress_connections_and_status_with_live_clients(cluster: Cluster, adm
         run_sync(producer.aio.instance.send_heartbeat_to_all_brokers())
         conns = admin.json("producerConnection", "-g", pgroup, "-t", topic)
         assert len(conns["connectionSet"]) == 1 and conns["connectionSet"][0]["language"] == "PYTHON"
+        (instance,) = admin.json("producer", "-b", cluster.broker)[pgroup]
+        client_id = conns["connectionSet"][0]["clientId"]
+        assert (instance["clientId"], instance["language"]) == (client_id, "PYTHON")
 
         admin.json("updateSubGroup", "-g", group, "-c", CLUSTER)
         admin.json("resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")

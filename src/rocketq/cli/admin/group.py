@@ -1,6 +1,6 @@
 """Consumer/producer group commands: updateSubGroup, deleteSubGroup, consumerProgress,
 consumerConnection, producerConnection, consumerStatus, resetOffsetByTime, skipAccumulatedMessage,
-cloneGroupOffset, getConsumerConfig."""
+cloneGroupOffset, getConsumerConfig, producer."""
 
 from __future__ import annotations
 
@@ -155,6 +155,9 @@ def register(add: Adder) -> None:
     p.add_argument("-t", "--topic", required=True, help="topic")
     p.add_argument("-f", "--force", type=bool_arg, default=True, metavar="true|false", help=argparse.SUPPRESS)
     p.add_argument("-c", "--cluster", help=argparse.SUPPRESS)
+
+    p = add("producer", producer_info, "Show every producer group's instances on one broker")
+    p.add_argument("-b", "--broker", dest="broker_addr", required=True, help="broker address")
 
     p = add("getConsumerConfig", get_consumer_config, "Show a subscription group's config on every broker")
     p.add_argument("-g", "--groupName", dest="group", required=True, help="subscription group name")
@@ -468,3 +471,14 @@ async def get_consumer_config(admin: AdminClient, args: argparse.Namespace) -> R
     if not data:
         raise SubscriptionGroupNotExist(f"subscription group [{args.group}] is on no broker")
     return Result(data, views)
+
+
+async def producer_info(admin: AdminClient, args: argparse.Namespace) -> Result:
+    """GET_ALL_PRODUCER_INFO: each producer group's live connections on this broker."""
+    table_ = await admin.get_all_producer_info(args.broker_addr)
+    rows = [(group, p.get("clientId"), p.get("remoteIP"), p.get("language"), p.get("version"),
+             format_ts(int(str(p.get("lastUpdateTimestamp") or 0))))
+            for group, producers in sorted(table_.items()) for p in producers]
+    t = table(("Producer Group", "Client Id", "Remote IP", "Language", "Version", "Last Update"), rows,
+              f"producers on {args.broker_addr}")
+    return Result(table_, [t])
