@@ -6,6 +6,8 @@ import argparse
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from rich.console import RenderableType
+
 from rocketq.cli.admin._common import (
     Adder,
     Result,
@@ -98,9 +100,10 @@ async def query_cq(admin: AdminClient, args: argparse.Namespace) -> Result:
             "filterData": res.filter_data, "entries": entries}
     members = ("index", "physicOffset", "physicSize", "tagsCode", "eval", "msg")
     rows = [tuple(e.get(m) for m in members) for e in entries]
-    views = [cell(f"Queue data of {args.topic}:{args.queue_id} on {addr}: "
-                  f"max {res.max_queue_index}, min {res.min_queue_index}"),
-             table(("Idx", "Physic Offset", "Physic Size", "Tags Code", "Eval", "Msg"), rows)]
+    header = (f"Queue data of {args.topic}:{args.queue_id} on {addr}: "
+              f"max {res.max_queue_index}, min {res.min_queue_index}")
+    columns = ("Idx", "Physic Offset", "Physic Size", "Tags Code", "Eval", "Msg")
+    views: list[RenderableType] = [cell(header), table(columns, rows)]
     return Result(data, views)
 
 
