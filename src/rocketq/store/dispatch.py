@@ -19,7 +19,7 @@ from rocketq.codec.message import MessageConst, MessageSysFlag, tags_code
 from rocketq.codec.properties import get_property_bytes, needle
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.index import IndexService
-from rocketq.store.model import SingleEntry
+from rocketq.store.model import ENTRY_TOPIC, SingleEntry
 
 log = logging.getLogger("rocketq.store")
 
@@ -70,26 +70,27 @@ class Dispatcher:
         woken: dict[tuple[ConsumeQueue, int], None] = {}
         keys: list[tuple[str, ...]] = []
         keyed: list[int] = []
-        topic = run[0].topic
+        topic = ENTRY_TOPIC(run[0])
         one_topic = True
-        for e, cq, (phys, size, _) in zip(run, queues, placed, strict=False):  # placed: a prefix
-            sys_flag = e.sys_flag
+        for (e_topic, _, _, _, _, tcode, e_keys, sys_flag, _, _, _), cq, (phys, size, _) in zip(
+                run, queues, placed, strict=False):  # placed: a prefix
             if sys_flag & 0xC not in _NOT_DISPATCHED_BITS:
-                cq.append(phys, size, e.tags_code)
-                woken[(cq, e.tags_code)] = None
-            if e.keys and sys_flag & 0xC != 0xC:
-                keys.append(e.keys)
+                cq.append(phys, size, tcode)
+                woken[(cq, tcode)] = None
+            if e_keys and sys_flag & 0xC != 0xC:
+                keys.append(e_keys)
                 keyed.append(phys)
-                if e.topic != topic:
+                if e_topic != topic:
                     one_topic = False
         index = self.index
         if index is not None and keys:
             if one_topic:  # the index builder's bulk form: one entry for the whole run
                 index.add_batch(topic, keys, keyed, store_ts)
             else:
-                for e, (phys, _, _) in zip(run, placed, strict=False):
-                    if e.keys and e.sys_flag & 0xC != 0xC:
-                        index.add(e.topic, e.keys, phys, store_ts)
+                for (e_topic, _, _, _, _, _, e_keys, sys_flag, _, _, _), (phys, _, _) in zip(
+                        run, placed, strict=False):
+                    if e_keys and sys_flag & 0xC != 0xC:
+                        index.add(e_topic, e_keys, phys, store_ts)
         if self.on_arrival is not None:
             # one wake-up per queue and tag, at the queue's final offset: long polls coalesce
             # their wake-ups the same way

@@ -22,6 +22,9 @@ from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import Dispatcher, is_dispatched
 from rocketq.store.model import (
+    ENTRY_BODY,
+    ENTRY_PROPERTIES,
+    ENTRY_TOPIC,
     MessageBatchToStore,
     MessageToStore,
     PutMessageResult,
@@ -269,30 +272,30 @@ class PutService:
         topics = self.commit_log._topic_parts
         max_body = self.config.max_message_size
         try:
-            props = [e.properties.encode() for e in entries]
+            props = list(map(str.encode, map(ENTRY_PROPERTIES, entries)))
         except UnicodeEncodeError:
             pass
         else:  # the usual run: every entry fine, checked with C-level loops
             if (max(map(len, props)) <= MAX_PROPERTIES_LENGTH
-                    and max([len(e.body) for e in entries]) <= max_body
-                    and all([e.topic in topics for e in entries])):
+                    and max(map(len, map(ENTRY_BODY, entries))) <= max_body
+                    and all(map(topics.__contains__, map(ENTRY_TOPIC, entries)))):
                 return list(range(len(entries))), props
         todo: list[int] = []
         props = []
-        for i, e in enumerate(entries):
-            if e.topic not in topics:
-                refused = self._refuse(e.topic)
+        for i, (topic, _, body, _, properties, _, _, _, _, _, _) in enumerate(entries):
+            if topic not in topics:
+                refused = self._refuse(topic)
                 if refused is not None:
                     out[i] = refused
                     continue
             try:
-                pb = e.properties.encode()
+                pb = properties.encode()
             except UnicodeEncodeError:
                 out[i] = PutMessageStatus.MESSAGE_ILLEGAL
                 continue
             if len(pb) > MAX_PROPERTIES_LENGTH:
                 out[i] = PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-            elif len(e.body) > max_body:
+            elif len(body) > max_body:
                 out[i] = PutMessageStatus.MESSAGE_ILLEGAL
             else:
                 todo.append(i)
@@ -306,10 +309,10 @@ class PutService:
         nxt: dict[ConsumeQueue, int] = {}
         queues: list[ConsumeQueue] = []
         qoffs: list[int] = []
-        for e in run:
-            cq = cqs.get((e.topic, e.queue_id)) or self.create_cq(e.topic, e.queue_id)
+        for topic, queue_id, _, _, _, _, _, sys_flag, _, _, _ in run:
+            cq = cqs.get((topic, queue_id)) or self.create_cq(topic, queue_id)
             queues.append(cq)
-            if e.sys_flag & 0xC in _NOT_DISPATCHED:
+            if sys_flag & 0xC in _NOT_DISPATCHED:
                 qoffs.append(0)
                 continue
             q = nxt.get(cq)
@@ -324,10 +327,11 @@ class PutService:
 
     def _append_alone(self, e: SingleEntry, props: bytes, store_ts: int) -> Placed | PutMessageStatus:
         """One entry of `append_many` through `CommitLog.append_one` (segment roll-over, no space)."""
-        m = MessageToStore(e.topic, e.queue_id, e.body, e.flag, e.properties, e.tags_code, e.keys, e.sys_flag,
-                           e.born_timestamp, e.born_host, e.reconsume_times, 0, store_ts, True)
-        cq = self.consume_queues.get((e.topic, e.queue_id)) or self.create_cq(e.topic, e.queue_id)
-        dispatched = is_dispatched(e.sys_flag)
+        topic, queue_id, body, flag, properties, tcode, keys, sys_flag, born_ts, born_host, reconsume = e
+        m = MessageToStore(topic, queue_id, body, flag, properties, tcode, keys, sys_flag,
+                           born_ts, born_host, reconsume, 0, store_ts, True)
+        cq = self.consume_queues.get((topic, queue_id)) or self.create_cq(topic, queue_id)
+        dispatched = is_dispatched(sys_flag)
         qoff = cq.max_offset if dispatched else 0
         try:
             if dispatched and qoff >= cq.reserved_end:

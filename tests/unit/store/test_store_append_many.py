@@ -25,8 +25,9 @@ SEG = 64 * 1024
 
 
 def entry(m: MessageToStore) -> SingleEntry:
-    return SingleEntry(m.topic, m.queue_id, m.body, m.flag, m.properties, m.tags_code, m.keys, m.sys_flag,
-                       m.born_timestamp, m.born_host, m.reconsume_times)
+    # a plain tuple, as the broker hands it over: the store must never read `entry.field`
+    return tuple(SingleEntry(m.topic, m.queue_id, m.body, m.flag, m.properties, m.tags_code, m.keys,  # type: ignore[return-value]
+                             m.sys_flag, m.born_timestamp, m.born_host, m.reconsume_times))
 
 
 def records(store: MessageStore) -> list[tuple[object, ...]]:

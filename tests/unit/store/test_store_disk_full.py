@@ -33,8 +33,9 @@ def no_space(monkeypatch: pytest.MonkeyPatch, only: str = "") -> Iterator[None]:
 
 def entry(i: int, queue_id: int = 0) -> SingleEntry:
     m = msg(queue_id=queue_id, body=b"r%d" % i)
-    return SingleEntry(m.topic, m.queue_id, m.body, m.flag, m.properties, m.tags_code, m.keys, m.sys_flag,
-                       m.born_timestamp, m.born_host, m.reconsume_times)
+    # a plain tuple, as the broker hands it over: the store must never read `entry.field`
+    return tuple(SingleEntry(m.topic, m.queue_id, m.body, m.flag, m.properties, m.tags_code, m.keys,  # type: ignore[return-value]
+                             m.sys_flag, m.born_timestamp, m.born_host, m.reconsume_times))
 
 
 def test_no_space_refuses_puts_and_space_returning_resumes(
