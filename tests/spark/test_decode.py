@@ -213,3 +213,26 @@ def test_uniq_ids_and_hashes() -> None:
     values = ["", "a", "user-17", "Hello World", None]
     got = java_hashes(pa.array(values, pa.string())).tolist()
     assert got == [java_string_hash(v or "") for v in values]
+
+
+def test_kafka_style_options_validation() -> None:
+    base = {"namesrv": "127.0.0.1:9876", "topic": "T"}
+    opts = ReadOptions.parse({**base, "startingOffsetsByTimestamp": '{"T": {"b": {"0": 1000, "1": 2000}}}',
+                              "startingOffsetsByTimestampStrategy": "LATEST"})
+    assert opts.starting_by_timestamp == ((("T", "b", 0), 1000), (("T", "b", 1), 2000))
+    assert opts.no_match_latest and not ReadOptions.parse(base).no_match_latest
+    for bad, needle in [
+        ({"startingOffsetsByTimestamp": '{"T": {"b": {"0": -5}}}'}, "startingOffsetsByTimestamp.*>= 0"),
+        ({"startingOffsetsByTimestamp": '{"T": {"0": 5}}'}, "startingOffsetsByTimestamp"),
+        ({"endingOffsetsByTimestamp": "{}"}, "endingOffsetsByTimestamp.*names no queue"),
+        ({"startingOffsetsByTimestampStrategy": "skip"}, "startingOffsetsByTimestampStrategy"),
+    ]:
+        with pytest.raises(SparkOptionError, match=needle):
+            ReadOptions.parse({**base, **bad})
+    for bad, needle in [
+        ({"endingOffsetsByTimestamp": '{"T": {"b": {"0": 5}}}'}, "endingOffsetsByTimestamp.*streaming"),
+    ]:
+        with pytest.raises(SparkOptionError, match=needle):
+            ReadOptions.parse({**base, **bad}, streaming=True)
+    at_load = ReadOptions.parse({**base, "startingOffsets": "latest"}, streaming=None)
+    assert at_load.starting.default == LATEST  # load() cannot tell a stream from a batch yet

@@ -10,6 +10,11 @@ Offsets JSON (startingOffsets / endingOffsets), per topic, broker and queue::
 
 with -2 meaning earliest and -1 latest (Spark's Kafka source uses the same two numbers).
 Queues left out start at earliest and end at latest.
+
+Timestamps JSON (startingOffsetsByTimestamp / endingOffsetsByTimestamp) has the same shape with
+ms since epoch in place of offsets. Kafka keys partitions by number alone; a RocketMQ queue id is
+only unique within one broker, so the broker level stays, as in the offsets JSON. Queues left out
+take their offset from startingOffsets / endingOffsets.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from rocketq.spark.errors import SparkOptionError
 
@@ -38,6 +43,12 @@ READ_KEYS: Final = {
     "endingoffsets": "latest | offsets JSON (batch only)",
     "startingtimestamp": "ms since epoch; start at the first message stored at or after it",
     "endingtimestamp": "ms since epoch; stop before the first message stored at or after it",
+    "startingoffsetsbytimestamp": "timestamps JSON: per queue, start at the first message stored at or "
+                                  "after it",
+    "endingoffsetsbytimestamp": "timestamps JSON (batch only): per queue, stop before the first message "
+                                "stored at or after it",
+    "startingoffsetsbytimestampstrategy": "error | latest: when no message is stored at or after a starting "
+                                          "timestamp",
     "failondataloss": "true | false",
     "minpartitions": "split queue ranges until there are at least this many partitions",
     "maxrecordsperpartition": "split queue ranges larger than this",
@@ -62,7 +73,9 @@ WRITE_KEYS: Final = {
 _TAG_RE: Final = re.compile(r"\s*\|\|\s*")
 _CANONICAL: Final = {k.lower(): k for k in (
     "namesrv", "path", "topic", "topicPattern", "subExpression", "startingOffsets", "endingOffsets",
-    "startingTimestamp", "endingTimestamp", "failOnDataLoss", "minPartitions", "maxRecordsPerPartition",
+    "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "failOnDataLoss", "minPartitions", "maxRecordsPerPartition",
     "maxOffsetsPerTrigger", "consumerGroup", "brokerName", "pullBatchSize", "pullWindow", "timeoutMs",
     "producerGroup", "queueKeyColumn", "batchSize", "sendWindow")}
 
@@ -132,9 +145,10 @@ def parse_offsets(option: str, raw: str | None, default: int, *, allow_earliest:
     return OffsetSpec(default, tuple(sorted(offsets_from_json(option, doc).items())))
 
 
-def offsets_from_json(option: str, doc: object) -> OffsetMap:
+def offsets_from_json(option: str, doc: object, *, what: str = "offset",
+                      minimum: int = EARLIEST) -> OffsetMap:
     """{"topic": {"broker": {"qid": offset}}} -> {(topic, broker, qid): offset}."""
-    shape = 'expected {"topic": {"broker": {"queueId": offset, ...}}}'
+    shape = f'expected {{"topic": {{"broker": {{"queueId": {what}, ...}}}}}}'
     if not isinstance(doc, dict):
         raise SparkOptionError(option, shape)
     out: OffsetMap = {}
@@ -149,11 +163,28 @@ def offsets_from_json(option: str, doc: object) -> OffsetMap:
                     q = int(qid)
                 except (TypeError, ValueError):
                     raise SparkOptionError(option, f"queue id {qid!r} is not an integer") from None
-                if isinstance(off, bool) or not isinstance(off, int) or off < EARLIEST:
-                    raise SparkOptionError(option, f"offset of {topic}/{broker}/{qid} must be an integer "
-                                                   f">= -2, got {off!r}")
+                if isinstance(off, bool) or not isinstance(off, int) or off < minimum:
+                    raise SparkOptionError(option, f"{what} of {topic}/{broker}/{qid} must be an integer "
+                                                   f">= {minimum}, got {off!r}")
                 out[(str(topic), str(broker), q)] = off
     return out
+
+
+TimestampMap = tuple[tuple[tuple[str, str, int], int], ...]
+
+
+def parse_timestamps(option: str, raw: str | None) -> TimestampMap | None:
+    """Timestamps JSON -> sorted ((topic, broker, qid), ms) pairs; None when the option is unset."""
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise SparkOptionError(option, f"expected timestamps JSON; bad JSON: {e}") from None
+    out = offsets_from_json(option, doc, what="timestamp", minimum=0)
+    if not out:
+        raise SparkOptionError(option, "names no queue")
+    return tuple(sorted(out.items()))
 
 
 def offsets_to_json(offsets: Mapping[tuple[str, str, int], int]) -> dict[str, dict[str, dict[str, int]]]:
@@ -195,13 +226,18 @@ class ReadOptions:
     pull_batch_size: int
     pull_window: int
     timeout_ms: int
+    starting_by_timestamp: TimestampMap | None = None
+    ending_by_timestamp: TimestampMap | None = None
+    no_match_latest: bool = False  # startingOffsetsByTimestampStrategy=latest
 
     @property
     def group(self) -> str:
         return self.consumer_group or "rocketq-spark"
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
+    def parse(cls, options: Mapping[str, str], *, streaming: bool | None = False) -> ReadOptions:
+        """``streaming=None`` at load(), where Spark does not yet say whether the query streams:
+        the rules of one kind of query only are checked again when the reader is built."""
         opts = {k.lower(): v for k, v in options.items()}
         _check_keys(opts, READ_KEYS)
         namesrv = (opts.get("namesrv") or "").strip() or None
@@ -231,7 +267,7 @@ class ReadOptions:
         starting = parse_offsets("startingOffsets", opts.get("startingoffsets"),
                                  LATEST if streaming else EARLIEST)
         ending = parse_offsets("endingOffsets", opts.get("endingoffsets"), LATEST, allow_earliest=False)
-        if not streaming and starting.default == LATEST and not starting.explicit:
+        if streaming is False and starting.default == LATEST and not starting.explicit:
             raise SparkOptionError("startingOffsets", "latest is not allowed for a batch query")
         return cls(
             namesrv=namesrv,
@@ -253,7 +289,25 @@ class ReadOptions:
             pull_batch_size=_int(opts, "pullbatchsize", 1024, 1) or 1024,
             pull_window=_int(opts, "pullwindow", 8, 1) or 8,
             timeout_ms=_int(opts, "timeoutms", 5000, 100) or 5000,
+            **_kafka_extras(opts, streaming),
         )
+
+
+def _kafka_extras(opts: Mapping[str, str], streaming: bool | None) -> dict[str, Any]:
+    """The by-timestamp options, checked against each other."""
+    if streaming and opts.get("endingoffsetsbytimestamp"):
+        raise SparkOptionError("endingOffsetsByTimestamp", "not supported by a streaming query")
+    strategy = str(opts.get("startingoffsetsbytimestampstrategy") or "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise SparkOptionError("startingOffsetsByTimestampStrategy",
+                               f"expected error or latest, got {strategy!r}")
+    return {
+        "starting_by_timestamp": parse_timestamps("startingOffsetsByTimestamp",
+                                                  opts.get("startingoffsetsbytimestamp")),
+        "ending_by_timestamp": parse_timestamps("endingOffsetsByTimestamp",
+                                                opts.get("endingoffsetsbytimestamp")),
+        "no_match_latest": strategy == "latest",
+    }
 
 
 @dataclass(frozen=True, slots=True)

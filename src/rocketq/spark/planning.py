@@ -75,11 +75,51 @@ def resolve(
     return out
 
 
+def check_queues(option: str, refs: Sequence[QueueRef], per_queue: Sequence[tuple[Key, int]] | None) -> None:
+    """Every queue a timestamps JSON names must be one the query reads."""
+    known = {r.key for r in refs}
+    for (t, b, q), _ in per_queue or ():
+        if (t, b, q) not in known:
+            names = ", ".join("/".join(map(str, k)) for k in sorted(known))
+            raise SparkOptionError(option, f"queue {t}/{b}/{q} is not a readable queue of the topics read "
+                                           f"(known: {names})")
+
+
+def by_timestamp(source: Source, option: str, refs: Sequence[QueueRef], every: int | None,
+                 per_queue: Sequence[tuple[Key, int]] | None) -> dict[QueueRef, int]:
+    """Offsets of the first message stored at or after the time, for the queues a time names:
+    all of them with ``every`` (startingTimestamp / endingTimestamp), else those in ``per_queue``."""
+    if every is not None:
+        return source.offsets_for_time(refs, every)
+    if not per_queue:
+        return {}
+    check_queues(option, refs, per_queue)
+    by_key = {r.key: r for r in refs}
+    groups: dict[int, list[QueueRef]] = {}
+    for key, ts in per_queue:
+        groups.setdefault(ts, []).append(by_key[key])
+    out: dict[QueueRef, int] = {}
+    for ts, group in groups.items():
+        out.update(source.offsets_for_time(group, ts))
+    return out
+
+
 def start_offsets(source: Source, opts: ReadOptions, refs: Sequence[QueueRef],
                   lows: Mapping[QueueRef, int], highs: Mapping[QueueRef, int]) -> dict[QueueRef, int]:
+    # Kafka's precedence: startingTimestamp, then startingOffsetsByTimestamp, then startingOffsets.
+    timed = by_timestamp(source, "startingOffsetsByTimestamp", refs, opts.starting_timestamp,
+                         opts.starting_by_timestamp)
+    for r, off in timed.items():
+        # offset_at_or_after answers the queue's end when nothing is stored at or after the time
+        if off >= highs[r] and not opts.no_match_latest:
+            option = ("startingTimestamp" if opts.starting_timestamp is not None
+                      else "startingOffsetsByTimestamp")
+            raise SparkOptionError(option, f"no message of {r.topic}/{r.broker}/{r.queue_id} is stored at or "
+                                           "after the time; set startingOffsetsByTimestampStrategy=latest to "
+                                           "start such queues at their end")
     if opts.starting_timestamp is not None:
-        return source.offsets_for_time(refs, opts.starting_timestamp)
-    starts = resolve(opts.starting, refs, lows, highs)
+        return timed
+    starts = {**resolve(opts.starting, refs, lows, highs), **timed}
     for r, off in starts.items():
         if off < lows[r]:
             lost = f"{r.topic}/{r.broker}/{r.queue_id}: offsets [{off}, {lows[r]}) are gone"
@@ -95,9 +135,11 @@ def start_offsets(source: Source, opts: ReadOptions, refs: Sequence[QueueRef],
 
 def end_offsets(source: Source, opts: ReadOptions, refs: Sequence[QueueRef],
                 lows: Mapping[QueueRef, int], highs: Mapping[QueueRef, int]) -> dict[QueueRef, int]:
+    timed = by_timestamp(source, "endingOffsetsByTimestamp", refs, opts.ending_timestamp,
+                         opts.ending_by_timestamp)
     if opts.ending_timestamp is not None:
-        return source.offsets_for_time(refs, opts.ending_timestamp)
-    ends = resolve(opts.ending, refs, lows, highs)
+        return timed
+    ends = {**resolve(opts.ending, refs, lows, highs), **timed}
     for r, off in ends.items():
         if off > highs[r]:
             raise SparkOptionError("endingOffsets", f"offset {off} of {r.topic}/{r.broker}/{r.queue_id} "

@@ -13,7 +13,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.types import StructType
 
 from rocketq.spark.options import ReadOptions, WriteOptions
-from rocketq.spark.planning import discover
+from rocketq.spark.planning import check_queues, discover
 from rocketq.spark.reader import RocketQBatchReader, RocketQStreamReader, close_source, open_source
 from rocketq.spark.schema import DEFAULT_DDL, RowSchema
 
@@ -32,10 +32,12 @@ class RocketQDataSource(DataSource):
 
 
     def schema(self) -> str:
-        opts = ReadOptions.parse(self.options)
+        opts = ReadOptions.parse(self.options, streaming=None)
         source = open_source(opts)
         try:
-            discover(source, opts)  # unknown topic / unreachable name server: fail at load()
+            refs = discover(source, opts)  # unknown topic / unreachable name server: fail at load()
+            check_queues("startingOffsetsByTimestamp", refs, opts.starting_by_timestamp)
+            check_queues("endingOffsetsByTimestamp", refs, opts.ending_by_timestamp)
         finally:
             close_source(source)
         return DEFAULT_DDL

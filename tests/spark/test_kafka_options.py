@@ -1,0 +1,56 @@
+"""The options a Kafka-connector user expects, against the real cluster: per-queue timestamps
+(startingOffsetsByTimestamp / endingOffsetsByTimestamp and the no-match strategy)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from tests.spark.conftest import make_topic, seed
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _bodies(n: int, tag: str) -> list[dict[str, object]]:
+    return [{"body": f"{tag}{i}".encode()} for i in range(n)]
+
+
+def _reader(spark, cluster, topic):
+    return spark.read.format("rocketq").option("namesrv", cluster.namesrv).option("topic", topic)
+
+
+def test_offsets_by_timestamp_per_queue(spark, cluster):
+    topic = make_topic(cluster, queues=2)
+    early = seed(cluster, topic, _bodies(40, "e"), queues=2, batch=20)
+    time.sleep(0.05)
+    cut = int(time.time() * 1000)
+    time.sleep(0.05)
+    late = seed(cluster, topic, _bodies(20, "l"), queues=2, batch=10)
+    broker = _reader(spark, cluster, topic).load().select("broker").first().broker
+
+    def read(**options: str) -> list[tuple[int, str]]:
+        df = _reader(spark, cluster, topic)
+        for k, v in options.items():
+            df = df.option(k, v)
+        return sorted((r.queue_id, bytes(r.body).decode()) for r in df.load().collect())
+
+    def of(rows, q: int) -> list[tuple[int, str]]:
+        return sorted((q, bytes(m["body"]).decode()) for m in rows if m["queue_id"] == q)
+
+    # Queue 0 starts at the cut; queue 1, not named, starts at startingOffsets (earliest).
+    got = read(startingOffsetsByTimestamp=json.dumps({topic: {broker: {"0": cut}}}))
+    assert got == sorted(of(late, 0) + of(early, 1) + of(late, 1))
+    # Queue 1 ends before the cut; queue 0 reads to its end.
+    got = read(endingOffsetsByTimestamp=json.dumps({topic: {broker: {"1": cut}}}))
+    assert got == sorted(of(early, 0) + of(late, 0) + of(early, 1))
+
+    future = json.dumps({topic: {broker: {"0": int(time.time() * 1000) + 3_600_000}}})
+    with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy=latest"):
+        read(startingOffsetsByTimestamp=future)
+    got = read(startingOffsetsByTimestamp=future, startingOffsetsByTimestampStrategy="latest")
+    assert got == sorted(of(early, 1) + of(late, 1))
+    with pytest.raises(Exception, match="is not a readable queue"):
+        unknown = json.dumps({topic: {broker: {"7": 1}}})
+        _reader(spark, cluster, topic).option("startingOffsetsByTimestamp", unknown).load()
+
