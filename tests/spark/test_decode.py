@@ -226,13 +226,23 @@ def test_kafka_style_options_validation() -> None:
         ({"startingOffsetsByTimestamp": '{"T": {"0": 5}}'}, "startingOffsetsByTimestamp"),
         ({"endingOffsetsByTimestamp": "{}"}, "endingOffsetsByTimestamp.*names no queue"),
         ({"startingOffsetsByTimestampStrategy": "skip"}, "startingOffsetsByTimestampStrategy"),
+        ({"minOffsetsPerTrigger": "10"}, "minOffsetsPerTrigger.*streaming"),
     ]:
         with pytest.raises(SparkOptionError, match=needle):
             ReadOptions.parse({**base, **bad})
     for bad, needle in [
         ({"endingOffsetsByTimestamp": '{"T": {"b": {"0": 5}}}'}, "endingOffsetsByTimestamp.*streaming"),
+        ({"maxTriggerDelay": "5m"}, "maxTriggerDelay.*minOffsetsPerTrigger"),
+        ({"minOffsetsPerTrigger": "10", "maxTriggerDelay": "soon"}, "maxTriggerDelay.*duration"),
+        ({"minOffsetsPerTrigger": "100", "maxOffsetsPerTrigger": "10"}, "minOffsetsPerTrigger.*above"),
     ]:
         with pytest.raises(SparkOptionError, match=needle):
             ReadOptions.parse({**base, **bad}, streaming=True)
-    at_load = ReadOptions.parse({**base, "startingOffsets": "latest"}, streaming=None)
-    assert at_load.starting.default == LATEST  # load() cannot tell a stream from a batch yet
+    timed = ReadOptions.parse({**base, "minOffsetsPerTrigger": "10", "maxTriggerDelay": "30s"},
+                              streaming=True)
+    assert (timed.min_offsets_per_trigger, timed.max_trigger_delay_ms) == (10, 30_000)
+    default = ReadOptions.parse({**base, "minOffsetsPerTrigger": "1"}, streaming=True)
+    assert default.max_trigger_delay_ms == 900_000
+    at_load = ReadOptions.parse({**base, "minOffsetsPerTrigger": "1", "startingOffsets": "latest"},
+                                streaming=None)
+    assert at_load.min_offsets_per_trigger == 1  # load() cannot tell a stream from a batch yet

@@ -1,5 +1,6 @@
 """The options a Kafka-connector user expects, against the real cluster: per-queue timestamps
-(startingOffsetsByTimestamp / endingOffsetsByTimestamp and the no-match strategy)."""
+(startingOffsetsByTimestamp / endingOffsetsByTimestamp and the no-match strategy),
+and minOffsetsPerTrigger with maxTriggerDelay."""
 
 from __future__ import annotations
 
@@ -53,4 +54,43 @@ def test_offsets_by_timestamp_per_queue(spark, cluster):
     with pytest.raises(Exception, match="is not a readable queue"):
         unknown = json.dumps({topic: {broker: {"7": 1}}})
         _reader(spark, cluster, topic).option("startingOffsetsByTimestamp", unknown).load()
+
+
+def _wait_count(spark, table: str, expected: int, timeout: float = 90.0) -> int:
+    deadline = time.monotonic() + timeout
+    n = -1
+    while time.monotonic() < deadline:
+        n = spark.sql(f"select count(*) from {table}").first()[0]
+        if n >= expected:
+            return int(n)
+        time.sleep(0.3)
+    return int(n)
+
+
+def test_min_offsets_per_trigger_waits_for_enough_messages(spark, cluster):
+    topic = make_topic(cluster, queues=2)
+    seed(cluster, topic, _bodies(6, "a"), queues=2, batch=3)
+    held, quick = f"held_{topic}", f"quick_{topic}"
+
+    def start(table: str, delay: str):
+        return (spark.readStream.format("rocketq").option("namesrv", cluster.namesrv).option("topic", topic)
+                .option("startingOffsets", "earliest").option("minOffsetsPerTrigger", "30")
+                .option("maxTriggerDelay", delay).load()
+                .writeStream.format("memory").queryName(table).trigger(processingTime="300 milliseconds")
+                .start())
+
+    q_held, q_quick = start(held, "1h"), start(quick, "1s")
+    try:
+        # Kafka admits the first trigger whatever its size.
+        assert _wait_count(spark, held, 6) == 6 and _wait_count(spark, quick, 6) == 6
+        seed(cluster, topic, _bodies(10, "b"), queues=2, batch=5)
+        # Under the minimum: only maxTriggerDelay lets the short-delay query read them.
+        assert _wait_count(spark, quick, 16) == 16
+        assert spark.sql(f"select count(*) from {held}").first()[0] == 6
+        seed(cluster, topic, _bodies(20, "c"), queues=2, batch=10)
+        assert _wait_count(spark, held, 36) == 36  # 30 new ones: the minimum is met
+    finally:
+        q_held.stop()
+        q_quick.stop()
+    assert q_held.exception() is None and q_quick.exception() is None
 

@@ -53,6 +53,9 @@ READ_KEYS: Final = {
     "minpartitions": "split queue ranges until there are at least this many partitions",
     "maxrecordsperpartition": "split queue ranges larger than this",
     "maxoffsetspertrigger": "streaming: messages per micro-batch over all queues",
+    "minoffsetspertrigger": "streaming: skip a trigger while fewer new messages are available",
+    "maxtriggerdelay": "streaming: with minOffsetsPerTrigger, run a batch anyway after this "
+                       "long (15m, 30s, 500ms)",
     "consumergroup": "group name used in pulls; streaming commits its offsets to the broker",
     "brokername": "path reads: the broker column (default: the host name)",
     "pullbatchsize": "messages asked per pull request",
@@ -74,7 +77,7 @@ _TAG_RE: Final = re.compile(r"\s*\|\|\s*")
 _CANONICAL: Final = {k.lower(): k for k in (
     "namesrv", "path", "topic", "topicPattern", "subExpression", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
-    "startingOffsetsByTimestampStrategy",
+    "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition",
     "maxOffsetsPerTrigger", "consumerGroup", "brokerName", "pullBatchSize", "pullWindow", "timeoutMs",
     "producerGroup", "queueKeyColumn", "batchSize", "sendWindow")}
@@ -187,6 +190,18 @@ def parse_timestamps(option: str, raw: str | None) -> TimestampMap | None:
     return tuple(sorted(out.items()))
 
 
+_DURATION_RE: Final = re.compile(r"(\d+)\s*(ms|s|m|min|h|d)?")
+_UNIT_MS: Final = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(option: str, raw: str) -> int:
+    """Spark's time strings: '15m', '30s', '500ms', '1h'; a bare number is milliseconds."""
+    m = _DURATION_RE.fullmatch(raw.strip().lower())
+    if m is None:
+        raise SparkOptionError(option, f"expected a duration such as 15m, 30s, 500ms, got {raw!r}")
+    return int(m.group(1)) * _UNIT_MS[m.group(2)]
+
+
 def offsets_to_json(offsets: Mapping[tuple[str, str, int], int]) -> dict[str, dict[str, dict[str, int]]]:
     doc: dict[str, dict[str, dict[str, int]]] = {}
     for (topic, broker, qid), off in sorted(offsets.items()):
@@ -229,6 +244,8 @@ class ReadOptions:
     starting_by_timestamp: TimestampMap | None = None
     ending_by_timestamp: TimestampMap | None = None
     no_match_latest: bool = False  # startingOffsetsByTimestampStrategy=latest
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60_000
 
     @property
     def group(self) -> str:
@@ -294,19 +311,32 @@ class ReadOptions:
 
 
 def _kafka_extras(opts: Mapping[str, str], streaming: bool | None) -> dict[str, Any]:
-    """The by-timestamp options, checked against each other."""
+    """The by-timestamp and trigger admission options, checked against each other."""
     if streaming and opts.get("endingoffsetsbytimestamp"):
         raise SparkOptionError("endingOffsetsByTimestamp", "not supported by a streaming query")
     strategy = str(opts.get("startingoffsetsbytimestampstrategy") or "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise SparkOptionError("startingOffsetsByTimestampStrategy",
                                f"expected error or latest, got {strategy!r}")
+    min_rows = _int(opts, "minoffsetspertrigger", None, 1)
+    delay_raw = opts.get("maxtriggerdelay")
+    for key, value in (("minOffsetsPerTrigger", min_rows), ("maxTriggerDelay", delay_raw)):
+        if value is not None and streaming is False:
+            raise SparkOptionError(key, "only a streaming query has triggers")
+    if delay_raw is not None and min_rows is None:
+        raise SparkOptionError("maxTriggerDelay", "has an effect only together with minOffsetsPerTrigger")
+    max_rows = _int(opts, "maxoffsetspertrigger", None, 1)
+    if min_rows is not None and max_rows is not None and min_rows > max_rows:
+        raise SparkOptionError("minOffsetsPerTrigger", f"{min_rows} is above maxOffsetsPerTrigger {max_rows}")
     return {
         "starting_by_timestamp": parse_timestamps("startingOffsetsByTimestamp",
                                                   opts.get("startingoffsetsbytimestamp")),
         "ending_by_timestamp": parse_timestamps("endingOffsetsByTimestamp",
                                                 opts.get("endingoffsetsbytimestamp")),
         "no_match_latest": strategy == "latest",
+        "min_offsets_per_trigger": min_rows,
+        "max_trigger_delay_ms": 15 * 60_000 if delay_raw is None
+        else parse_duration_ms("maxTriggerDelay", str(delay_raw)),
     }
 
 

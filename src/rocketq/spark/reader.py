@@ -11,6 +11,7 @@ so a restarted query resumes exactly after the last committed micro-batch.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -160,6 +161,7 @@ class RocketQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._addrs: dict[Key, str] = {}
         self._target: dict[Key, int] | None = None  # availableNow: never read past this
         self._committed: dict[Key, int] = {}  # consumerGroup offsets already on the brokers
+        self._last_trigger: float | None = None  # monotonic time of the last batch admitted
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -218,9 +220,27 @@ class RocketQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         starts.update(self._first_offsets([k for k in latest if k not in starts]))
         for k, v in starts.items():
             latest[k] = max(latest.get(k, v), v)
+        if self._delay_batch(starts, latest):
+            return offsets_to_json(starts)  # end == start: Spark runs no batch on this trigger
         if isinstance(limit, ReadMaxRows):
             latest = rate_limit(starts, latest, int(limit.max_rows))
         return offsets_to_json(latest)
+
+    def _delay_batch(self, starts: dict[Key, int], latest: dict[Key, int]) -> bool:
+        """minOffsetsPerTrigger with Kafka's rule: hold the trigger back while fewer new messages
+        are available, unless maxTriggerDelay has passed since the last batch admitted (the first
+        trigger is always admitted). availableNow reads to its target without waiting."""
+        least = self.opts.min_offsets_per_trigger
+        if least is None or self._target is not None:
+            return False
+        now = time.monotonic()
+        waited = None if self._last_trigger is None else (now - self._last_trigger) * 1000
+        if waited is not None and waited < self.opts.max_trigger_delay_ms:
+            available = sum(max(0, latest[k] - starts.get(k, latest[k])) for k in latest)
+            if available < least:
+                return True
+        self._last_trigger = now
+        return False
 
     def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802 - PySpark API name
         try:
