@@ -227,6 +227,8 @@ def test_kafka_style_options_validation() -> None:
         ({"endingOffsetsByTimestamp": "{}"}, "endingOffsetsByTimestamp.*names no queue"),
         ({"startingOffsetsByTimestampStrategy": "skip"}, "startingOffsetsByTimestampStrategy"),
         ({"minOffsetsPerTrigger": "10"}, "minOffsetsPerTrigger.*streaming"),
+        ({"groupIdPrefix": "p", "consumerGroup": "g"}, "groupIdPrefix.*not both"),
+        ({"groupIdPrefix": "p", "namesrv": "", "path": "/data"}, "groupIdPrefix.*no group"),
     ]:
         with pytest.raises(SparkOptionError, match=needle):
             ReadOptions.parse({**base, **bad})
@@ -246,3 +248,6 @@ def test_kafka_style_options_validation() -> None:
     at_load = ReadOptions.parse({**base, "minOffsetsPerTrigger": "1", "startingOffsets": "latest"},
                                 streaming=None)
     assert at_load.min_offsets_per_trigger == 1  # load() cannot tell a stream from a batch yet
+    a, b = (ReadOptions.parse({**base, "groupIdPrefix": "etl"}).group for _ in range(2))
+    assert a.startswith("etl-") and b.startswith("etl-") and a != b
+    assert ReadOptions.parse(base).group == "rocketq-spark"

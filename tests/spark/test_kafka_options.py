@@ -1,14 +1,19 @@
 """The options a Kafka-connector user expects, against the real cluster: per-queue timestamps
 (startingOffsetsByTimestamp / endingOffsetsByTimestamp and the no-match strategy),
-and minOffsetsPerTrigger with maxTriggerDelay."""
+minOffsetsPerTrigger with maxTriggerDelay, and groupIdPrefix."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
 import pytest
 from tests.spark.conftest import make_topic, seed
+from tests.wire import invoke
+
+from rocketq.codec.codes import RequestCode
+from rocketq.remoting import RemotingClient
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -94,3 +99,16 @@ def test_min_offsets_per_trigger_waits_for_enough_messages(spark, cluster):
         q_quick.stop()
     assert q_held.exception() is None and q_quick.exception() is None
 
+
+def test_group_id_prefix_names_the_pull_group(spark, cluster):
+    topic = make_topic(cluster, queues=1)
+    seed(cluster, topic, _bodies(5, "g"), queues=1)
+    prefix = f"pfx{topic[-8:]}"
+    assert _reader(spark, cluster, topic).option("groupIdPrefix", prefix).load().count() == 5
+
+    async def groups() -> bytes:
+        async with RemotingClient() as client:
+            r = await invoke(client, cluster.broker, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+            assert r.code == 0, r
+            return r.body_bytes()
+    assert f'"{prefix}-'.encode() in asyncio.run(groups())

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -57,6 +58,7 @@ READ_KEYS: Final = {
     "maxtriggerdelay": "streaming: with minOffsetsPerTrigger, run a batch anyway after this "
                        "long (15m, 30s, 500ms)",
     "consumergroup": "group name used in pulls; streaming commits its offsets to the broker",
+    "groupidprefix": "pulls use a group named <prefix>-<random id> per query (instead of rocketq-spark)",
     "brokername": "path reads: the broker column (default: the host name)",
     "pullbatchsize": "messages asked per pull request",
     "pullwindow": "pull requests in flight per queue",
@@ -77,7 +79,7 @@ _TAG_RE: Final = re.compile(r"\s*\|\|\s*")
 _CANONICAL: Final = {k.lower(): k for k in (
     "namesrv", "path", "topic", "topicPattern", "subExpression", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
-    "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay",
+    "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "groupIdPrefix",
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition",
     "maxOffsetsPerTrigger", "consumerGroup", "brokerName", "pullBatchSize", "pullWindow", "timeoutMs",
     "producerGroup", "queueKeyColumn", "batchSize", "sendWindow")}
@@ -246,10 +248,11 @@ class ReadOptions:
     no_match_latest: bool = False  # startingOffsetsByTimestampStrategy=latest
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60_000
+    generated_group: str | None = None  # groupIdPrefix-<random id>, drawn once per parse
 
     @property
     def group(self) -> str:
-        return self.consumer_group or "rocketq-spark"
+        return self.consumer_group or self.generated_group or "rocketq-spark"
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool | None = False) -> ReadOptions:
@@ -311,7 +314,7 @@ class ReadOptions:
 
 
 def _kafka_extras(opts: Mapping[str, str], streaming: bool | None) -> dict[str, Any]:
-    """The by-timestamp and trigger admission options, checked against each other."""
+    """The by-timestamp, trigger admission and group-prefix options, checked against each other."""
     if streaming and opts.get("endingoffsetsbytimestamp"):
         raise SparkOptionError("endingOffsetsByTimestamp", "not supported by a streaming query")
     strategy = str(opts.get("startingoffsetsbytimestampstrategy") or "error").strip().lower()
@@ -328,6 +331,16 @@ def _kafka_extras(opts: Mapping[str, str], streaming: bool | None) -> dict[str, 
     max_rows = _int(opts, "maxoffsetspertrigger", None, 1)
     if min_rows is not None and max_rows is not None and min_rows > max_rows:
         raise SparkOptionError("minOffsetsPerTrigger", f"{min_rows} is above maxOffsetsPerTrigger {max_rows}")
+    prefix = opts.get("groupidprefix")
+    generated = None
+    if prefix is not None:
+        if not prefix.strip():
+            raise SparkOptionError("groupIdPrefix", "must not be empty")
+        if (opts.get("consumergroup") or "").strip():
+            raise SparkOptionError("groupIdPrefix", "set either consumerGroup or groupIdPrefix, not both")
+        if (opts.get("path") or "").strip():
+            raise SparkOptionError("groupIdPrefix", "a path read pulls from no broker, so it uses no group")
+        generated = f"{prefix.strip()}-{uuid.uuid4().hex[:12]}"
     return {
         "starting_by_timestamp": parse_timestamps("startingOffsetsByTimestamp",
                                                   opts.get("startingoffsetsbytimestamp")),
@@ -337,6 +350,7 @@ def _kafka_extras(opts: Mapping[str, str], streaming: bool | None) -> dict[str, 
         "min_offsets_per_trigger": min_rows,
         "max_trigger_delay_ms": 15 * 60_000 if delay_raw is None
         else parse_duration_ms("maxTriggerDelay", str(delay_raw)),
+        "generated_group": generated,
     }
 
 
