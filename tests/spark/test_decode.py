@@ -251,3 +251,12 @@ def test_kafka_style_options_validation() -> None:
     a, b = (ReadOptions.parse({**base, "groupIdPrefix": "etl"}).group for _ in range(2))
     assert a.startswith("etl-") and b.startswith("etl-") and a != b
     assert ReadOptions.parse(base).group == "rocketq-spark"
+
+
+def test_queue_lag_reads_rocketq_offsets_only() -> None:
+    from rocketq.spark import queue_lag
+
+    ours = {"latestOffset": '{"T": {"b": {"0": 50, "1": 7}}}', "endOffset": '{"T": {"b": {"0": 20, "1": 7}}}'}
+    kafka = {"latestOffset": '{"K": {"0": 9}}', "endOffset": '{"K": {"0": 1}}'}
+    idle = {"latestOffset": None, "endOffset": '{"T": {"b": {"0": 1}}}'}
+    assert queue_lag({"sources": [ours, kafka, idle]}) == {"T/b/0": 30, "T/b/1": 0}

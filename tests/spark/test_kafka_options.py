@@ -14,6 +14,7 @@ from tests.wire import invoke
 
 from rocketq.codec.codes import RequestCode
 from rocketq.remoting import RemotingClient
+from rocketq.spark import queue_lag
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -112,3 +113,18 @@ def test_group_id_prefix_names_the_pull_group(spark, cluster):
             assert r.code == 0, r
             return r.body_bytes()
     assert f'"{prefix}-'.encode() in asyncio.run(groups())
+
+
+def test_progress_gives_per_queue_lag(spark, cluster, tmp_path):
+    topic = make_topic(cluster, queues=2)
+    seed(cluster, topic, _bodies(30, "x"), queues=2, batch=15)
+    q = (spark.readStream.format("rocketq").option("namesrv", cluster.namesrv).option("topic", topic)
+         .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "10").load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "chk"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    batches = [p for p in q.recentProgress if p["numInputRows"]]
+    lags = [queue_lag(p) for p in batches]
+    assert [sum(lag.values()) for lag in lags] == [20, 10, 0], [p["sources"] for p in batches]
+    assert len(lags[0]) == 2 and all(k.startswith(f"{topic}/") for k in lags[0])

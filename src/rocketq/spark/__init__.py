@@ -13,6 +13,7 @@ from typing import Any
 
 from rocketq.spark._session import configure_workers, preset_runner_env
 from rocketq.spark.errors import DataLossError, SourceUnavailableError, SparkOptionError, WorkerPythonError
+from rocketq.spark.progress import queue_lag
 from rocketq.spark.source import RocketQDataSource
 
 
@@ -34,5 +35,6 @@ __all__ = [
     "SourceUnavailableError",
     "SparkOptionError",
     "WorkerPythonError",
+    "queue_lag",
     "register",
 ]
