@@ -229,6 +229,9 @@ def test_kafka_style_options_validation() -> None:
         ({"minOffsetsPerTrigger": "10"}, "minOffsetsPerTrigger.*streaming"),
         ({"groupIdPrefix": "p", "consumerGroup": "g"}, "groupIdPrefix.*not both"),
         ({"groupIdPrefix": "p", "namesrv": "", "path": "/data"}, "groupIdPrefix.*no group"),
+        ({"maxOffsetsPerTrigger": "10"}, "maxOffsetsPerTrigger.*streaming"),
+        ({"consumerGroup": "g", "namesrv": "", "path": "/data"}, "consumerGroup.*no group"),
+        ({"brokerName": "b"}, "brokerName.*path read"),
     ]:
         with pytest.raises(SparkOptionError, match=needle):
             ReadOptions.parse({**base, **bad})

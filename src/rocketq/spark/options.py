@@ -289,6 +289,14 @@ class ReadOptions:
         ending = parse_offsets("endingOffsets", opts.get("endingoffsets"), LATEST, allow_earliest=False)
         if streaming is False and starting.default == LATEST and not starting.explicit:
             raise SparkOptionError("startingOffsets", "latest is not allowed for a batch query")
+        # A key accepted is a key honoured: these would mean nothing for this kind of read.
+        if streaming is False and opts.get("maxoffsetspertrigger") is not None:
+            raise SparkOptionError("maxOffsetsPerTrigger", "only a streaming query has triggers")
+        if path is not None and (opts.get("consumergroup") or "").strip():
+            raise SparkOptionError("consumerGroup", "a path read pulls from no broker, so it uses no group")
+        if namesrv is not None and (opts.get("brokername") or "").strip():
+            raise SparkOptionError("brokerName", "only a path read names its broker; with namesrv the "
+                                                 "broker names come from the route")
         return cls(
             namesrv=namesrv,
             path=path,
