@@ -224,3 +224,38 @@ def test_group_json_endpoint(dashboard: Dashboard) -> None:
     data = json.loads(text)
     assert data["group"] == "DashLagGroup" and data["lag"] == 0 and data["consumed"] >= 120
     assert {q["topic"] for q in data["queues"]} >= {"DashLag"}
+
+
+def test_unknown_topic_and_group_are_404_pages(page: Any, dashboard: Dashboard) -> None:
+    response = page.goto(dashboard.url + "/topic?name=NoSuchDashTopic")
+    assert response.status == 404
+    assert page.locator("h1").inner_text() == "Not found"
+    assert "No topic 'NoSuchDashTopic'" in page.locator("#error").inner_text()
+    page.locator("#back a").click()
+    assert page.url.endswith("/topics")
+
+    response = page.goto(dashboard.url + "/group?name=" + urllib.parse.quote("NoSuch<i>Group</i>", safe=""))
+    assert response.status == 404
+    assert "No consumer group 'NoSuch<i>Group</i>'" in page.locator("#error").inner_text()
+    assert page.locator("main i").count() == 0
+    assert page.locator("#back a").get_attribute("href") == "/groups"
+    status, text = _http(dashboard.url + "/api/group?name=NoSuchDashGroup")
+    assert status == 404 and "NoSuchDashGroup" in json.loads(text)["error"]
+
+
+def test_time_search_without_a_range_says_so(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    cluster.create_topic("DashNoRange", queues=1)
+    page.goto(dashboard.url + "/messages")
+    form = page.locator("#by-time")
+    form.locator("input[name=topic]").fill("DashNoRange")
+    form.locator("button").click()
+    assert "a time search needs a range" in page.locator("#error").inner_text()
+
+    form = page.locator("#by-time")
+    form.locator("input[name=topic]").fill("DashNoRange")
+    form.locator("input[name=begin]").fill("now")
+    form.locator("input[name=end]").fill("0")
+    form.locator("button").click()
+    assert "the time range is empty" in page.locator("#error").inner_text()

@@ -18,7 +18,13 @@ from aiohttp import web
 from rocketq.admin import AdminClient
 from rocketq.dashboard import pages
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, page
-from rocketq.errors import InvalidArgument, RemotingError, RocketQError
+from rocketq.errors import (
+    InvalidArgument,
+    RemotingError,
+    RocketQError,
+    SubscriptionGroupNotExist,
+    TopicNotExist,
+)
 
 __all__ = ["DashboardServer", "build_app", "start_dashboard"]
 
@@ -28,6 +34,8 @@ ADMIN_KEY: web.AppKey[AdminClient] = web.AppKey("admin", AdminClient)
 HOSTS_KEY: web.AppKey[set[str]] = web.AppKey("hosts", set)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _HTML = "text/html"
+# where a not-found page points the user to: the list the missing name should have come from
+_BACK = {"/topic": ("/topics", "all topics"), "/group": ("/groups", "all consumer groups")}
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -35,6 +43,8 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 
 def _status(exc: Exception) -> int:
+    if isinstance(exc, TopicNotExist | SubscriptionGroupNotExist):
+        return 404
     if isinstance(exc, InvalidArgument):
         return 400
     if isinstance(exc, RemotingError):
@@ -70,8 +80,11 @@ def _page(title: str, render: Callable[[web.Request, AdminClient], Awaitable[str
         try:
             return _html(await render(request, admin))
         except (RocketQError, TimeoutError) as exc:
+            status = _status(exc)
+            if status == 404:  # a mistyped name or a stale link: the user's error, not the cluster's
+                return _html(page("Not found", "", error=str(exc), back=_BACK.get(request.path)), status)
             log.warning("dashboard %s %s failed: %s", request.method, request.path_qs, exc)
-            return _html(page(title, "", error=f"{type(exc).__name__}: {exc}"), _status(exc))
+            return _html(page(title, "", error=f"{type(exc).__name__}: {exc}"), status)
 
     return handle
 

@@ -16,7 +16,7 @@ from rocketq.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.codec.bodies import MessageQueue
 from rocketq.dashboard.render import CHART_PATH, Raw, esc, link, page, table, url
-from rocketq.errors import InvalidArgument
+from rocketq.errors import InvalidArgument, SubscriptionGroupNotExist, TopicNotExist
 
 __all__ = [
     "cluster_page",
@@ -111,11 +111,15 @@ async def topics_page(admin: AdminClient, show_system: bool = False) -> str:
 
 
 async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
-    route, stats, groups = await asyncio.gather(
-        admin.examine_topic_route_info(topic),
-        admin.examine_topic_stats(topic),
-        admin.query_topic_consume_by_who(topic),
-    )
+    try:
+        route, stats, groups = await asyncio.gather(
+            admin.examine_topic_route_info(topic),
+            admin.examine_topic_stats(topic),
+            admin.query_topic_consume_by_who(topic),
+        )
+    except TopicNotExist:
+        raise TopicNotExist(f"No topic {topic!r} in this cluster (the name servers have no route for it)",
+                            topic=None) from None
     addrs = {b.broker_name: b.broker_addrs for b in route.broker_datas}
     route_rows = [
         [q.broker_name, ", ".join(f"{i}={a}" for i, a in sorted(addrs.get(q.broker_name, {}).items())),
@@ -190,6 +194,7 @@ async def groups_page(admin: AdminClient) -> str:
 
 async def group_json(admin: AdminClient, group: str) -> dict[str, Any]:
     """What the live chart polls: total lag, and the consumed total that TPS is derived from."""
+    await _known_group(admin, group)
     stats = await admin.examine_consume_stats(group)
     queues: list[dict[str, Any]] = [
         {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
@@ -207,7 +212,17 @@ async def group_json(admin: AdminClient, group: str) -> dict[str, Any]:
     }
 
 
+async def _known_group(admin: AdminClient, group: str) -> None:
+    """A group the brokers do not know would show as an empty page; say it does not exist instead."""
+    if group not in await admin.consumer_groups():
+        raise SubscriptionGroupNotExist(
+            f"No consumer group {group!r} in this cluster (no broker has its subscription config "
+            "and there is no retry topic for it)"
+        )
+
+
 async def group_page(admin: AdminClient, group: str, notice: str = "") -> str:
+    await _known_group(admin, group)
     stats = await admin.examine_consume_stats(group)
     rows = [
         [mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
@@ -277,8 +292,12 @@ async def messages_page(admin: AdminClient, query: Mapping[str, str]) -> str:
         if not topic:
             raise InvalidArgument("searching by key needs the topic")
         found = await admin.query_message(topic, key, MAX_RESULTS)
-    elif topic and (begin or end):
-        found = await _by_time(admin, topic, parse_time(begin or "0"), parse_time(end or "now"))
+    elif query.get("by") == "time" or begin or end:
+        try:
+            first, last = _time_range(topic, begin, end)
+        except InvalidArgument as exc:  # shown above the forms, so the user can correct the search
+            return page("Messages", forms, error=str(exc))
+        found = await _by_time(admin, topic, first, last)
     else:
         return page("Messages", forms)
     parts = [f'<p id="result-count">{len(found)} message(s)</p>']
@@ -289,6 +308,20 @@ async def messages_page(admin: AdminClient, query: Mapping[str, str]) -> str:
         tracks = await asyncio.gather(*(admin.message_track_detail(m) for m in found))
         parts.extend(_message_html(m, t) for m, t in zip(found, tracks, strict=True))
     return page("Messages", forms + "".join(parts))
+
+
+def _time_range(topic: str, begin: str, end: str) -> tuple[int, int]:
+    if not topic:
+        raise InvalidArgument("searching by time needs the topic")
+    if not begin and not end:
+        raise InvalidArgument(
+            "a time search needs a range: give begin and/or end (0 = the start, now, epoch ms or "
+            "yyyy-MM-ddTHH:mm:ss); an empty begin means the start, an empty end means now"
+        )
+    first, last = parse_time(begin or "0"), parse_time(end or "now")
+    if first > last:
+        raise InvalidArgument(f"the time range is empty: begin {begin!r} is after end {end!r}")
+    return first, last
 
 
 def _summary_table(found: list[MessageExt]) -> str:
@@ -333,6 +366,7 @@ def _search_forms(topic: str, msg_id: str, key: str, begin: str, end: str) -> st
         + field("topic", topic, "topic") + field("key", key, "key")
         + '<button type="submit">Search</button></form>'
         + '<form method="get" action="/messages" id="by-time"><b>By time</b> '
+        + '<input type="hidden" name="by" value="time">'
         + field("topic", topic, "topic") + field("begin", begin, "begin", 20) + field("end", end, "end", 20)
         + '<button type="submit">Search</button></form>'
     )

@@ -60,10 +60,15 @@ pre{background:#f6f6f6;padding:.5em;white-space:pre-wrap;word-break:break-all}
 """
 
 
-def page(title: str, body: str, *, error: str | None = None, script: str = "") -> str:
-    """A whole page; ``script`` is the path of one of our own scripts (the CSP allows no inline one)."""
+def page(
+    title: str, body: str, *, error: str | None = None, script: str = "", back: tuple[str, str] | None = None
+) -> str:
+    """A whole page; ``script`` is the path of one of our own scripts (the CSP allows no inline one);
+    ``back`` = (path, text) adds a link under the error."""
     nav = "".join(f'<a href="{href}">{esc(text)}</a>' for href, text in _NAV)
     err = f'<p class="error" id="error">{esc(error)}</p>' if error else ""
+    if back:
+        err += f'<p id="back">{link(back[1], back[0])}</p>'
     js = f'<script src="{esc(script)}"></script>' if script else ""
     return (
         "<!doctype html><html><head><meta charset=\"utf-8\">"
