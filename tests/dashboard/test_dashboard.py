@@ -259,3 +259,25 @@ def test_time_search_without_a_range_says_so(
     form.locator("input[name=end]").fill("0")
     form.locator("button").click()
     assert "the time range is empty" in page.locator("#error").inner_text()
+
+
+def test_tps_cells_show_labelled_windows(page: Any, dashboard: Dashboard, cluster: RocketQCluster) -> None:
+    topic = "DashTps"
+    cluster.create_topic(topic, queues=2)
+    with Producer("dash_tps_pg", namesrv_addr=cluster.namesrv_addr) as producer:
+        for i in range(30):
+            producer.send(Message(topic, f"t{i}".encode()))
+    page.goto(dashboard.url + "/")
+    headers = page.locator("#brokers thead").inner_text()
+    assert "produce TPS (10 s; 1 min, 10 min)" in headers
+    row = page.locator("#brokers tbody tr", has_text=cluster.broker_addr)
+    first = row.locator("span.tps").first
+    float(first.inner_text())  # a number, not the raw "a b c" string
+    assert first.get_attribute("title") == "average over the last 10 s"
+    longer = row.locator("small.tps-longer").first.inner_text()
+    assert longer.startswith("(1 min ") and ", 10 min " in longer
+
+    page.goto(dashboard.url + f"/topic?name={topic}")
+    traffic = page.locator("#topic-tps tbody tr", has_text=cluster.broker_name)
+    assert traffic.count() == 1
+    assert int(traffic.locator("td").nth(3).inner_text()) == 30

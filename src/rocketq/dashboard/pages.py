@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rocketq.admin import AdminClient
 from rocketq.client.message import MessageExt
-from rocketq.codec.bodies import MessageQueue
-from rocketq.dashboard.render import CHART_PATH, Raw, esc, link, page, table, url
-from rocketq.errors import InvalidArgument, SubscriptionGroupNotExist, TopicNotExist
+from rocketq.codec.bodies import BrokerData, MessageQueue
+from rocketq.dashboard.render import CHART_PATH, Raw, esc, link, page, table, tps_cell, url
+from rocketq.errors import InvalidArgument, RocketQError, SubscriptionGroupNotExist, TopicNotExist
 
 __all__ = [
     "cluster_page",
@@ -40,12 +40,13 @@ DETAILED_RESULTS = 3  # more results than this are listed, one line each
 PREVIEW_BYTES = 80
 _RUNTIME_KEYS = (
     ("version", "brokerVersionDesc"),
-    ("put TPS", "putTps"),
-    ("get TPS", "getTransferredTps"),
+    ("produce TPS (10 s; 1 min, 10 min)", "putTps"),
+    ("consume TPS (10 s; 1 min, 10 min)", "getTransferredTps"),
     ("put today", "msgPutTotalTodayNow"),
     ("get today", "msgGetTotalTodayNow"),
     ("disk ratio", "commitLogDiskRatio"),
 )
+_TPS_KEYS = ("putTps", "getTransferredTps")
 
 
 def parse_time(text: str) -> int:
@@ -82,7 +83,8 @@ async def cluster_page(admin: AdminClient) -> str:
         rt = b.runtime
         status = f"DOWN: {b.error}" if b.error else "UP"
         rows.append([b.cluster, b.broker_name, b.broker_id, b.addr, status,
-                     *(rt.get(key, "-") for _, key in _RUNTIME_KEYS)])
+                     *(tps_cell(rt[key]) if key in _TPS_KEYS and key in rt else rt.get(key, "-")
+                       for _, key in _RUNTIME_KEYS)])
     headers = ["cluster", "broker", "id", "address", "status", *(label for label, _ in _RUNTIME_KEYS)]
     body = (
         f"<p>Name servers: {esc(';'.join(admin.namesrv_addrs))}</p>"
@@ -133,6 +135,7 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
     ]
     total = sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
     group_rows = [[Raw(link(g, "/group", name=g))] for g in groups]
+    traffic_rows = await _topic_traffic(admin, topic, route.broker_datas)
     body = (
         notice
         + f'<p>Topic <code id="topic-name">{esc(topic)}</code>: {total} messages stored</p>'
@@ -141,6 +144,9 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
         + "<h2>Queues</h2>"
         + table(["broker", "queue", "min offset", "max offset", "messages", "last stored"], queue_rows,
                 table_id="queues")
+        + "<h2>Produce TPS</h2>"
+        + table(["broker", "TPS (1 min)", "TPS (1 hour)", "messages put (24 h)"], traffic_rows,
+                table_id="topic-tps")
         + "<h2>Consumer groups</h2>"
         + table(["group"], group_rows, table_id="topic-groups")
         + "<h2>Send a test message</h2>"
@@ -152,6 +158,24 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
         + '<button type="submit">Send</button></form>'
     )
     return page(f"Topic {topic}", body)
+
+
+async def _topic_traffic(
+    admin: AdminClient, topic: str, brokers: Iterable[BrokerData]
+) -> list[list[object]]:
+    """Per broker: the topic's TOPIC_PUT_NUMS stats item (minute and hour averages, the day's sum)."""
+
+    async def one(broker: BrokerData) -> list[object]:
+        if not broker.master_addr:
+            return [broker.broker_name, "-", "-", "-"]
+        try:
+            data = await admin.view_broker_stats_data(broker.master_addr, "TOPIC_PUT_NUMS", topic)
+        except RocketQError:  # a broker with no item for the topic yet: nothing put there
+            return [broker.broker_name, "0.0", "0.0", 0]
+        return [broker.broker_name, f"{data.stats_minute.tps:.1f}", f"{data.stats_hour.tps:.1f}",
+                data.compute_24hour_sum()]
+
+    return list(await asyncio.gather(*(one(b) for b in sorted(brokers, key=lambda b: b.broker_name))))
 
 
 async def send_message(admin: AdminClient, form: Mapping[str, str]) -> str:

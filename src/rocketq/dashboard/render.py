@@ -10,7 +10,7 @@ import html
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
-__all__ = ["CHART_JS", "CHART_PATH", "Raw", "esc", "link", "page", "table", "url"]
+__all__ = ["CHART_JS", "CHART_PATH", "TPS_WINDOWS", "Raw", "esc", "link", "page", "table", "tps_cell", "url"]
 
 
 def esc(value: object) -> str:
@@ -43,6 +43,26 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, table_id:
     )
     ident = f' id="{esc(table_id)}"' if table_id else ""
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# RocketMQ's putTps / getTransferredTps are three averages in one string, over these windows
+# (StoreStatsService: 10 s, 60 s, 600 s); rocketmq-dashboard shows the first as "TPS".
+TPS_WINDOWS = ("10 s", "1 min", "10 min")
+
+
+def tps_cell(raw: object) -> Raw:
+    """A broker's "12.30 11.00 10.50" as the 10-second TPS, with the longer windows labelled after it."""
+    parts = str(raw).split()
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) != len(TPS_WINDOWS):
+        return Raw(esc(raw))  # not the triple (an older or foreign broker): shown as it came
+    first, *rest = values
+    longer = ", ".join(f"{w} {v:.1f}" for w, v in zip(TPS_WINDOWS[1:], rest, strict=True))
+    return Raw(f'<span class="tps" title="average over the last 10 s">{first:.1f}</span>'
+               f' <small class="tps-longer">({esc(longer)})</small>')
 
 
 _NAV = (("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Consumer groups"), ("/messages", "Messages"))
