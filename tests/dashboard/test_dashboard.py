@@ -281,3 +281,32 @@ def test_tps_cells_show_labelled_windows(page: Any, dashboard: Dashboard, cluste
     traffic = page.locator("#topic-tps tbody tr", has_text=cluster.broker_name)
     assert traffic.count() == 1
     assert int(traffic.locator("td").nth(3).inner_text()) == 30
+
+
+def test_producer_group_page_lists_its_connections(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    topic, group = "DashProd", "dash_producer_pg"
+    cluster.create_topic(topic, queues=1)
+    with Producer(group, namesrv_addr=cluster.namesrv_addr) as producer:
+        producer.send(Message(topic, b"p"))
+        # the broker learns of a producer from its heartbeat, sent soon after the first send
+        link = page.get_by_role("link", name=group, exact=True)
+        deadline = time.monotonic() + 30
+        while True:
+            page.goto(dashboard.url + "/producers")
+            if link.count() == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        link.click()
+        assert page.locator("#producer-name").inner_text() == group
+        rows = page.locator("#producer-clients tbody tr")
+        assert rows.count() == 1
+        cells = rows.first.locator("td")
+        assert cells.nth(1).inner_text().startswith("127.0.0.1:")
+        assert cells.nth(4).inner_text() == cluster.broker_name
+
+    response = page.goto(dashboard.url + "/producer?name=no_such_dash_pg")
+    assert response.status == 404
+    assert "No producer of group 'no_such_dash_pg'" in page.locator("#error").inner_text()
+    assert page.locator("#back a").get_attribute("href") == "/producers"

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from rocketq.admin import AdminClient
-from rocketq.dashboard import pages
+from rocketq.dashboard import pages, producers
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, page
 from rocketq.errors import (
     InvalidArgument,
+    QueryNotFound,
     RemotingError,
     RocketQError,
     SubscriptionGroupNotExist,
@@ -35,7 +36,8 @@ HOSTS_KEY: web.AppKey[set[str]] = web.AppKey("hosts", set)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _HTML = "text/html"
 # where a not-found page points the user to: the list the missing name should have come from
-_BACK = {"/topic": ("/topics", "all topics"), "/group": ("/groups", "all consumer groups")}
+_BACK = {"/topic": ("/topics", "all topics"), "/group": ("/groups", "all consumer groups"),
+         "/producer": ("/producers", "all producer groups")}
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -43,7 +45,7 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 
 def _status(exc: Exception) -> int:
-    if isinstance(exc, TopicNotExist | SubscriptionGroupNotExist):
+    if isinstance(exc, TopicNotExist | SubscriptionGroupNotExist | QueryNotFound):
         return 404
     if isinstance(exc, InvalidArgument):
         return 400
@@ -126,6 +128,14 @@ async def _group(request: web.Request, admin: AdminClient) -> str:
     return await pages.group_page(admin, request.query.get("name", ""))
 
 
+async def _producers(request: web.Request, admin: AdminClient) -> str:
+    return await producers.producers_page(admin)
+
+
+async def _producer(request: web.Request, admin: AdminClient) -> str:
+    return await producers.producer_page(admin, request.query.get("name", ""))
+
+
 async def _messages(request: web.Request, admin: AdminClient) -> str:
     return await pages.messages_page(admin, dict(request.query))
 
@@ -149,6 +159,8 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_get("/topic", _page("Topic", _topic))
     app.router.add_get("/groups", _page("Consumer groups", _groups))
     app.router.add_get("/group", _page("Consumer group", _group))
+    app.router.add_get("/producers", _page("Producers", _producers))
+    app.router.add_get("/producer", _page("Producer group", _producer))
     app.router.add_get("/messages", _page("Messages", _messages))
     app.router.add_post("/send", _page("Send a message", _send))
     app.router.add_post("/reset", _page("Reset offset", _reset))

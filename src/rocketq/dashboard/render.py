@@ -65,7 +65,8 @@ def tps_cell(raw: object) -> Raw:
                f' <small class="tps-longer">({esc(longer)})</small>')
 
 
-_NAV = (("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Consumer groups"), ("/messages", "Messages"))
+_NAV = (("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Consumer groups"), ("/producers", "Producers"),
+        ("/messages", "Messages"))
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}
