@@ -310,3 +310,32 @@ def test_producer_group_page_lists_its_connections(
     assert response.status == 404
     assert "No producer of group 'no_such_dash_pg'" in page.locator("#error").inner_text()
     assert page.locator("#back a").get_attribute("href") == "/producers"
+
+
+def test_broker_config_read_and_runtime_update(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    page.goto(dashboard.url + "/")
+    page.get_by_role("link", name=cluster.broker_addr, exact=True).click()
+    assert page.locator("#broker-name").inner_text() == cluster.broker_name
+    config = page.locator("#broker-config")
+    row = config.locator("tbody tr", has_text="brokerClusterName")
+    assert cluster.cluster_name in row.inner_text()
+
+    form = page.locator("#config-form")
+    form.locator("input[name=key]").fill("registerBrokerTimeoutMills")
+    form.locator("input[name=value]").fill("25000")
+    form.locator("button").click()
+    assert "the broker now reports 25000" in page.locator("#config-done").inner_text()
+    assert cluster.admin().get_broker_config(cluster.broker_addr)["registerBrokerTimeoutMills"] == "25000"
+
+    form = page.locator("#config-form")
+    form.locator("input[name=key]").fill("brokerClusterName")
+    form.locator("input[name=value]").fill("Other")
+    form.locator("button").click()
+    refused = page.locator("#error").inner_text()
+    assert refused.startswith("Not updated:") and "restart" in refused
+    assert cluster.admin().get_broker_config(cluster.broker_addr)["brokerClusterName"] == cluster.cluster_name
+
+    response = page.goto(dashboard.url + "/broker?addr=10.255.255.1:10911")
+    assert response.status == 404

@@ -1,6 +1,6 @@
 """The dashboard server: aiohttp on the same asyncio loop as the one AdminClient it reads through.
 
-Every page is read-only except ``POST /send`` and ``POST /reset``. Those refuse a request whose
+Every page is read-only except the ``POST`` routes (send, reset, broker config). Those refuse a request whose
 Origin is not the dashboard itself (a page elsewhere posting a form to 127.0.0.1), and every
 request must name this server in its Host header (unless it binds a wildcard address), which keeps
 DNS-rebinding pages out.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from rocketq.admin import AdminClient
-from rocketq.dashboard import pages, producers
+from rocketq.dashboard import broker, pages, producers
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, page
 from rocketq.errors import (
     InvalidArgument,
@@ -37,7 +37,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _HTML = "text/html"
 # where a not-found page points the user to: the list the missing name should have come from
 _BACK = {"/topic": ("/topics", "all topics"), "/group": ("/groups", "all consumer groups"),
-         "/producer": ("/producers", "all producer groups")}
+         "/producer": ("/producers", "all producer groups"), "/broker": ("/", "the cluster")}
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -136,6 +136,14 @@ async def _producer(request: web.Request, admin: AdminClient) -> str:
     return await producers.producer_page(admin, request.query.get("name", ""))
 
 
+async def _broker(request: web.Request, admin: AdminClient) -> str:
+    return await broker.broker_page(admin, request.query.get("addr", ""))
+
+
+async def _broker_config(request: web.Request, admin: AdminClient) -> str:
+    return await broker.update_broker_config(admin, await _form(request))
+
+
 async def _messages(request: web.Request, admin: AdminClient) -> str:
     return await pages.messages_page(admin, dict(request.query))
 
@@ -161,6 +169,8 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_get("/group", _page("Consumer group", _group))
     app.router.add_get("/producers", _page("Producers", _producers))
     app.router.add_get("/producer", _page("Producer group", _producer))
+    app.router.add_get("/broker", _page("Broker", _broker))
+    app.router.add_post("/broker/config", _page("Broker config", _broker_config))
     app.router.add_get("/messages", _page("Messages", _messages))
     app.router.add_post("/send", _page("Send a message", _send))
     app.router.add_post("/reset", _page("Reset offset", _reset))

@@ -82,7 +82,7 @@ async def cluster_page(admin: AdminClient) -> str:
     for b in brokers:
         rt = b.runtime
         status = f"DOWN: {b.error}" if b.error else "UP"
-        rows.append([b.cluster, b.broker_name, b.broker_id, b.addr, status,
+        rows.append([b.cluster, b.broker_name, b.broker_id, Raw(link(b.addr, "/broker", addr=b.addr)), status,
                      *(tps_cell(rt[key]) if key in _TPS_KEYS and key in rt else rt.get(key, "-")
                        for _, key in _RUNTIME_KEYS)])
     headers = ["cluster", "broker", "id", "address", "status", *(label for label, _ in _RUNTIME_KEYS)]
