@@ -339,3 +339,65 @@ def test_broker_config_read_and_runtime_update(
 
     response = page.goto(dashboard.url + "/broker?addr=10.255.255.1:10911")
     assert response.status == 404
+
+
+def test_topic_create_update_delete(page: Any, dashboard: Dashboard, cluster: RocketQCluster) -> None:
+    topic = "DashCrudTopic"
+    page.goto(dashboard.url + "/topics")
+    form = page.locator("#create-topic")
+    form.locator("input[name=topic]").fill(topic)
+    form.locator("input[name=readQueueNums]").fill("4")
+    form.locator("input[name=writeQueueNums]").fill("4")
+    form.locator("button").click()
+    assert "created/updated" in page.locator("#topic-done").inner_text()
+    assert page.locator("#topic-name").inner_text() == topic
+    assert page.locator("#queues tbody tr").count() == 4
+
+    form = page.locator("#update-topic")
+    form.locator("input[name=readQueueNums]").fill("2")
+    form.locator("input[name=writeQueueNums]").fill("2")
+    form.locator("select[name=perm]").select_option("4")
+    form.locator("button").click()
+    cells = page.locator("#route tbody tr").first.locator("td")
+    assert [cells.nth(i).inner_text() for i in (2, 3, 4)] == ["2", "2", "4"]
+
+    # a cross-site form cannot delete it
+    data = urllib.parse.urlencode({"topic": topic, "confirm": "true"}).encode()
+    status, _ = _http(dashboard.url + "/topic/delete", data=data, headers={"Origin": "http://evil.example"})
+    assert status == 403
+
+    page.locator("#delete-topic input[name=confirm]").check()
+    page.locator("#delete-topic button").click()
+    assert "deleted" in page.locator("#topic-done").inner_text()
+    assert page.locator("#topics").get_by_role("link", name=topic, exact=True).count() == 0
+    assert page.goto(dashboard.url + f"/topic?name={topic}").status == 404
+
+
+def test_subscription_group_create_update_delete(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    group = "DashCrudGroup"
+    admin = cluster.admin()
+    page.goto(dashboard.url + "/groups")
+    form = page.locator("#create-group")
+    form.locator("input[name=group]").fill(group)
+    form.locator("input[name=retryMaxTimes]").fill("5")
+    form.locator("button").click()
+    assert "created" in page.locator("#group-done").inner_text()
+    assert page.locator("#group-name").inner_text() == group
+    config = admin.get_all_subscription_group(cluster.broker_addr)[group]
+    assert config.retry_max_times == 5 and config.consume_enable
+
+    form = page.locator("#update-group")
+    assert form.locator("input[name=retryMaxTimes]").input_value() == "5"
+    form.locator("input[name=consumeEnable]").uncheck()
+    form.locator("button").click()
+    assert "updated" in page.locator("#group-done").inner_text()
+    config = admin.get_all_subscription_group(cluster.broker_addr)[group]
+    assert not config.consume_enable and config.retry_max_times == 5
+
+    page.locator("#delete-group input[name=confirm]").check()
+    page.locator("#delete-group button").click()
+    assert "deleted" in page.locator("#group-done").inner_text()
+    assert group not in admin.get_all_subscription_group(cluster.broker_addr)
+    assert page.goto(dashboard.url + f"/group?name={group}").status == 404

@@ -1,6 +1,7 @@
 """The dashboard server: aiohttp on the same asyncio loop as the one AdminClient it reads through.
 
-Every page is read-only except the ``POST`` routes (send, reset, broker config). Those refuse a request whose
+Every page is read-only except the ``POST`` routes (send, reset, broker config, topic and group
+changes). Those refuse a request whose
 Origin is not the dashboard itself (a page elsewhere posting a form to 127.0.0.1), and every
 request must name this server in its Host header (unless it binds a wildcard address), which keeps
 DNS-rebinding pages out.
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from rocketq.admin import AdminClient
-from rocketq.dashboard import broker, pages, producers
+from rocketq.dashboard import broker, manage, pages, producers
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, page
 from rocketq.errors import (
     InvalidArgument,
@@ -144,6 +145,24 @@ async def _broker_config(request: web.Request, admin: AdminClient) -> str:
     return await broker.update_broker_config(admin, await _form(request))
 
 
+async def _topic_update(request: web.Request, admin: AdminClient) -> str:
+    topic, notice = await manage.update_topic(admin, await _form(request))
+    return await pages.topic_page(admin, topic, notice)
+
+
+async def _topic_delete(request: web.Request, admin: AdminClient) -> str:
+    return await pages.topics_page(admin, notice=await manage.delete_topic(admin, await _form(request)))
+
+
+async def _group_update(request: web.Request, admin: AdminClient) -> str:
+    group, notice = await manage.update_group(admin, await _form(request))
+    return await pages.group_page(admin, group, notice)
+
+
+async def _group_delete(request: web.Request, admin: AdminClient) -> str:
+    return await pages.groups_page(admin, notice=await manage.delete_group(admin, await _form(request)))
+
+
 async def _messages(request: web.Request, admin: AdminClient) -> str:
     return await pages.messages_page(admin, dict(request.query))
 
@@ -171,6 +190,10 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_get("/producer", _page("Producer group", _producer))
     app.router.add_get("/broker", _page("Broker", _broker))
     app.router.add_post("/broker/config", _page("Broker config", _broker_config))
+    app.router.add_post("/topic/update", _page("Topic", _topic_update))
+    app.router.add_post("/topic/delete", _page("Topics", _topic_delete))
+    app.router.add_post("/group/update", _page("Consumer group", _group_update))
+    app.router.add_post("/group/delete", _page("Consumer groups", _group_delete))
     app.router.add_get("/messages", _page("Messages", _messages))
     app.router.add_post("/send", _page("Send a message", _send))
     app.router.add_post("/reset", _page("Reset offset", _reset))

@@ -15,6 +15,7 @@ from typing import Any
 from rocketq.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.codec.bodies import BrokerData, MessageQueue
+from rocketq.dashboard import manage
 from rocketq.dashboard.render import CHART_PATH, Raw, esc, link, page, table, tps_cell, url
 from rocketq.errors import InvalidArgument, RocketQError, SubscriptionGroupNotExist, TopicNotExist
 
@@ -96,7 +97,11 @@ async def cluster_page(admin: AdminClient) -> str:
 # -- topics -----------------------------------------------------------------------------------------------
 
 
-async def topics_page(admin: AdminClient, show_system: bool = False) -> str:
+async def _clusters(admin: AdminClient) -> list[str]:
+    return sorted((await admin.examine_broker_cluster_info()).cluster_addr_table)
+
+
+async def topics_page(admin: AdminClient, show_system: bool = False, notice: str = "") -> str:
     topics = await admin.fetch_all_topic_list()
     if show_system:
         shown = sorted(topics)
@@ -108,7 +113,10 @@ async def topics_page(admin: AdminClient, show_system: bool = False) -> str:
     toggle = link("hide system topics", "/topics") if show_system else link(
         "show system topics", "/topics", system=1
     )
-    body = f"<p>{len(shown)} topics ({toggle})</p>{table(['topic'], rows, table_id='topics')}"
+    body = (
+        notice + manage.new_topic_form(await _clusters(admin))
+        + f"<h2>Topics</h2><p>{len(shown)} topics ({toggle})</p>{table(['topic'], rows, table_id='topics')}"
+    )
     return page("Topics", body)
 
 
@@ -136,6 +144,11 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
     total = sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
     group_rows = [[Raw(link(g, "/group", name=g))] for g in groups]
     traffic_rows = await _topic_traffic(admin, topic, route.broker_datas)
+    first = route.queue_datas[0] if route.queue_datas else None
+    forms = manage.topic_forms(
+        topic, await _clusters(admin), first.read_queue_nums if first else 8,
+        first.write_queue_nums if first else 8, first.perm if first else 6,
+    )
     body = (
         notice
         + f'<p>Topic <code id="topic-name">{esc(topic)}</code>: {total} messages stored</p>'
@@ -156,6 +169,7 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
         + '<label>keys <input name="keys" size="20"></label><br>'
         + '<textarea name="body" rows="3" cols="60" placeholder="body"></textarea><br>'
         + '<button type="submit">Send</button></form>'
+        + forms
     )
     return page(f"Topic {topic}", body)
 
@@ -199,7 +213,7 @@ async def send_message(admin: AdminClient, form: Mapping[str, str]) -> str:
 # -- consumer groups --------------------------------------------------------------------------------------
 
 
-async def groups_page(admin: AdminClient) -> str:
+async def groups_page(admin: AdminClient, notice: str = "") -> str:
     groups = await admin.consumer_groups()
 
     async def lag(group: str) -> tuple[str, int | str, float | str]:
@@ -213,7 +227,10 @@ async def groups_page(admin: AdminClient) -> str:
     rows = [
         [Raw(link(g, "/group", name=g)), d, t] for g, d, t in await asyncio.gather(*(lag(g) for g in groups))
     ]
-    return page("Consumer groups", table(["group", "lag", "consume TPS"], rows, table_id="groups"))
+    body = notice + manage.new_group_form() + "<h2>Groups</h2>" + table(
+        ["group", "lag", "consume TPS"], rows, table_id="groups"
+    )
+    return page("Consumer groups", body)
 
 
 async def group_json(admin: AdminClient, group: str) -> dict[str, Any]:
@@ -282,6 +299,7 @@ async def group_page(admin: AdminClient, group: str, notice: str = "") -> str:
         + '<label>time <input name="time" value="now" size="24" '
         + 'title="now, epoch ms or yyyy-MM-ddTHH:mm:ss"></label>'
         + '<button type="submit">Reset</button></form>'
+        + manage.group_forms(group, await manage.group_config(admin, group))
     )
     return page(f"Consumer group {group}", body, script=CHART_PATH)
 
