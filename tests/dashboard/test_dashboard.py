@@ -401,3 +401,55 @@ def test_subscription_group_create_update_delete(
     assert "deleted" in page.locator("#group-done").inner_text()
     assert group not in admin.get_all_subscription_group(cluster.broker_addr)
     assert page.goto(dashboard.url + f"/group?name={group}").status == 404
+
+
+def test_dead_letters_listed_resent_and_consumed_directly(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    topic, group = "DashDlqTopic", "DashDlqGroup"
+    cluster.create_topic(topic, queues=1)
+    bodies: list[bytes] = []
+    failing = threading.Event()
+    failing.set()
+
+    def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        bodies.extend(m.body for m in msgs)
+        return ConsumeStatus.RECONSUME_LATER if failing.is_set() else ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        max_reconsume_times=0,  # the first failure is final: straight to %DLQ%group
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    consumer.start()
+    try:
+        with Producer("dash_dlq_pg", namesrv_addr=cluster.namesrv_addr) as producer:
+            producer.send(Message(topic, b"<dead>", keys="dead-1"))
+        deadline = time.monotonic() + 30
+        while True:
+            response = page.goto(dashboard.url + f"/dlq?group={group}")
+            if response.status == 200 and page.locator("#dlq tbody tr").count() == 1:
+                break
+            assert time.monotonic() < deadline, "the message never reached the DLQ"
+            time.sleep(0.5)
+        row = page.locator("#dlq tbody tr").first
+        assert topic in row.inner_text() and "<dead>" in row.inner_text()
+        failing.clear()
+        before = len(bodies)
+
+        row.locator("form.consume button").click()
+        assert "CR_SUCCESS" in page.locator("#dlq-done").inner_text()
+        assert len(bodies) > before and bodies[-1] == b"<dead>"
+
+        page.locator("#dlq tbody tr").first.locator("form.resend button").click()
+        done = page.locator("#dlq-done").inner_text()
+        assert f"to {topic}: SEND_OK" in done
+        deadline = time.monotonic() + 30
+        while bodies.count(b"<dead>") < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert bodies.count(b"<dead>") == 3  # first try, consume-directly, the resent copy
+    finally:
+        consumer.shutdown()
+    assert page.goto(dashboard.url + "/dlq?group=NoDeadLettersGroup").status == 404

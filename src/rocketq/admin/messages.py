@@ -244,13 +244,16 @@ class MessageAdmin(AdminBase):
                 queue = await self._pick_queue(producer, topic, broker_name, queue_id)
             return await producer.send(msg, queue=queue)
 
-    async def resend_message(self, topic: str | None, msg_id: str) -> tuple[MessageExt, SendResult]:
-        """``queryMsgById -s true``: send a stored message again, to its topic, with its body, tags,
-        keys, flag and user properties (a new unique key: it is a new message)."""
+    async def resend_message(
+        self, topic: str | None, msg_id: str, *, to_topic: str | None = None
+    ) -> tuple[MessageExt, SendResult]:
+        """``queryMsgById -s true``: send a stored message again, to its topic (or ``to_topic``: a
+        dead letter back to the topic it first went to), with its body, tags, keys, flag and user
+        properties (a new unique key: it is a new message)."""
         stored = await self.view_message(topic, msg_id)
         props = {k: v for k, v in stored.properties.items() if k not in _STORED_ONLY_PROPERTIES}
-        msg = Message(stored.topic, stored.body, tags=stored.tags or None, keys=stored.keys or None,
-                      flag=stored.flag, properties=props)
+        msg = Message(to_topic or stored.topic, stored.body, tags=stored.tags or None,
+                      keys=stored.keys or None, flag=stored.flag, properties=props)
         async with self.producer(RESEND_PRODUCER_GROUP) as producer:
             return stored, await producer.send(msg)
 

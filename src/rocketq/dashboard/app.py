@@ -1,7 +1,7 @@
 """The dashboard server: aiohttp on the same asyncio loop as the one AdminClient it reads through.
 
 Every page is read-only except the ``POST`` routes (send, reset, broker config, topic and group
-changes). Those refuse a request whose
+changes, dead-letter resend and consume-directly). Those refuse a request whose
 Origin is not the dashboard itself (a page elsewhere posting a form to 127.0.0.1), and every
 request must name this server in its Host header (unless it binds a wildcard address), which keeps
 DNS-rebinding pages out.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from rocketq.admin import AdminClient
-from rocketq.dashboard import broker, manage, pages, producers
+from rocketq.dashboard import broker, dlq, manage, pages, producers
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, page
 from rocketq.errors import (
     InvalidArgument,
@@ -38,7 +38,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _HTML = "text/html"
 # where a not-found page points the user to: the list the missing name should have come from
 _BACK = {"/topic": ("/topics", "all topics"), "/group": ("/groups", "all consumer groups"),
-         "/producer": ("/producers", "all producer groups"), "/broker": ("/", "the cluster")}
+         "/producer": ("/producers", "all producer groups"), "/broker": ("/", "the cluster"),
+         "/dlq": ("/groups", "all consumer groups")}
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -163,6 +164,20 @@ async def _group_delete(request: web.Request, admin: AdminClient) -> str:
     return await pages.groups_page(admin, notice=await manage.delete_group(admin, await _form(request)))
 
 
+async def _dlq(request: web.Request, admin: AdminClient) -> str:
+    return await dlq.dlq_page(admin, request.query.get("group", ""))
+
+
+async def _dlq_resend(request: web.Request, admin: AdminClient) -> str:
+    group, notice = await dlq.resend(admin, await _form(request))
+    return await dlq.dlq_page(admin, group, notice)
+
+
+async def _dlq_consume(request: web.Request, admin: AdminClient) -> str:
+    group, notice = await dlq.consume_directly(admin, await _form(request))
+    return await dlq.dlq_page(admin, group, notice)
+
+
 async def _messages(request: web.Request, admin: AdminClient) -> str:
     return await pages.messages_page(admin, dict(request.query))
 
@@ -194,6 +209,9 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_post("/topic/delete", _page("Topics", _topic_delete))
     app.router.add_post("/group/update", _page("Consumer group", _group_update))
     app.router.add_post("/group/delete", _page("Consumer groups", _group_delete))
+    app.router.add_get("/dlq", _page("Dead letters", _dlq))
+    app.router.add_post("/dlq/resend", _page("Dead letters", _dlq_resend))
+    app.router.add_post("/dlq/consume", _page("Dead letters", _dlq_consume))
     app.router.add_get("/messages", _page("Messages", _messages))
     app.router.add_post("/send", _page("Send a message", _send))
     app.router.add_post("/reset", _page("Reset offset", _reset))

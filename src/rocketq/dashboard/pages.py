@@ -282,7 +282,8 @@ async def group_page(admin: AdminClient, group: str, notice: str = "") -> str:
     src = esc(url("/api/group", name=group))
     body = (
         notice
-        + f'<p>Group <code id="group-name">{esc(group)}</code>: total lag <b id="total-lag">{total}</b></p>'
+        + f'<p>Group <code id="group-name">{esc(group)}</code>: total lag <b id="total-lag">{total}</b> · '
+        + f'{link("dead letters", "/dlq", group=group)}</p>'
         + '<h2>Live</h2><p id="live">lag <b id="live-lag">-</b>, consume TPS <b id="live-tps">-</b> '
         + '(polls: <span id="live-polls">0</span>, every 2 s)</p>'
         + f'<canvas id="chart" width="640" height="200" data-src="{src}" data-interval="2000"></canvas>'
