@@ -8,12 +8,11 @@ every subscribed group gets again. Both are offered.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 
 from rocketq.admin import AdminClient
 from rocketq.client.message import MessageExt
-from rocketq.dashboard.render import Raw, esc, link, page, table
+from rocketq.dashboard.render import Raw, esc, fmt_ms, link, page, table
 from rocketq.errors import InvalidArgument, RocketQError, TopicNotExist
 
 __all__ = ["consume_directly", "dlq_page", "resend"]
@@ -21,10 +20,6 @@ __all__ = ["consume_directly", "dlq_page", "resend"]
 DLQ_PREFIX = "%DLQ%"
 MAX_SHOWN = 64
 PREVIEW = 60
-
-
-def _fmt_ms(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S") if ms > 0 else "-"
 
 
 def _origin(msg: MessageExt) -> str:
@@ -76,7 +71,7 @@ async def dlq_page(admin: AdminClient, group: str, notice: str = "") -> str:
         clients = []
     rows = [
         [Raw(link(m.msg_id, "/messages", id=m.msg_id, topic=m.topic)), _origin(m), m.tags or "", m.keys or "",
-         m.reconsume_times, _fmt_ms(m.store_timestamp),
+         m.reconsume_times, fmt_ms(m.store_timestamp, millis=False),
          m.body[: PREVIEW + 4].decode("utf-8", "replace")[:PREVIEW], _row_forms(group, m, clients)]
         for m in found
     ]

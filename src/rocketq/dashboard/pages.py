@@ -16,7 +16,7 @@ from rocketq.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.codec.bodies import BrokerData, MessageQueue
 from rocketq.dashboard import manage
-from rocketq.dashboard.render import CHART_PATH, Raw, esc, link, page, table, tps_cell, url
+from rocketq.dashboard.render import CHART_PATH, Raw, esc, fmt_ms, link, page, table, tps_cell, url
 from rocketq.errors import InvalidArgument, RocketQError, SubscriptionGroupNotExist, TopicNotExist
 
 __all__ = [
@@ -62,12 +62,6 @@ def parse_time(text: str) -> int:
     except ValueError:
         raise InvalidArgument(f"bad time {text!r}: use now, epoch ms or yyyy-MM-ddTHH:mm[:ss]") from None
     return int(when.timestamp() * 1000)
-
-
-def _fmt_ms(ms: int) -> str:
-    if ms <= 0:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _user_topics(topics: list[str]) -> list[str]:
@@ -138,7 +132,7 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
     ]
     queue_rows = [
         [mq.broker_name, mq.queue_id, o.min_offset, o.max_offset, o.max_offset - o.min_offset,
-         _fmt_ms(o.last_update_timestamp)]
+         fmt_ms(o.last_update_timestamp)]
         for mq, o in stats.offset_table.items()
     ]
     total = sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
@@ -267,7 +261,7 @@ async def group_page(admin: AdminClient, group: str, notice: str = "") -> str:
     stats = await admin.examine_consume_stats(group)
     rows = [
         [mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
-         w.broker_offset - w.consumer_offset, _fmt_ms(w.last_timestamp)]
+         w.broker_offset - w.consumer_offset, fmt_ms(w.last_timestamp)]
         for mq, w in stats.offset_table.items()
     ]
     topics = sorted({mq.topic for mq in stats.offset_table if not mq.topic.startswith("%RETRY%")})
@@ -315,7 +309,7 @@ async def reset_offset(admin: AdminClient, form: Mapping[str, str]) -> str:
         f"<li>{esc(mq.broker_name)}/{mq.queue_id}: {off}</li>" for mq, off in offsets.items()
     )
     notice = (
-        f'<div class="ok" id="reset-done">Reset {esc(group)} on {esc(topic)} to {esc(_fmt_ms(when))}:'
+        f'<div class="ok" id="reset-done">Reset {esc(group)} on {esc(topic)} to {esc(fmt_ms(when))}:'
         f"<ul>{rows}</ul></div>"
     )
     return await group_page(admin, group, notice)
@@ -370,7 +364,7 @@ def _time_range(topic: str, begin: str, end: str) -> tuple[int, int]:
 def _summary_table(found: list[MessageExt]) -> str:
     rows = [
         [Raw(link(m.msg_id, "/messages", id=m.msg_id, topic=m.topic)),
-         m.tags or "", m.keys or "", f"{m.queue_id} @ {m.queue_offset}", _fmt_ms(m.store_timestamp),
+         m.tags or "", m.keys or "", f"{m.queue_id} @ {m.queue_offset}", fmt_ms(m.store_timestamp),
          _preview(m.body)]
         for m in found
     ]
@@ -426,7 +420,7 @@ def _message_html(msg: MessageExt, tracks: list[dict[str, Any]]) -> str:
     info = [
         ["msgId", msg.msg_id], ["offsetMsgId", msg.offset_msg_id], ["topic", msg.topic],
         ["tags", msg.tags or ""], ["keys", msg.keys or ""], ["queue", f"{msg.queue_id} @ {msg.queue_offset}"],
-        ["born", _fmt_ms(msg.born_timestamp)], ["stored", _fmt_ms(msg.store_timestamp)],
+        ["born", fmt_ms(msg.born_timestamp)], ["stored", fmt_ms(msg.store_timestamp)],
         ["store host", f"{msg.store_host[0]}:{msg.store_host[1]}"],
     ]
     return (

@@ -7,10 +7,9 @@ brokers); asking every master for all of its producers finds a group without kno
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 
 from rocketq.admin import AdminClient
-from rocketq.dashboard.render import Raw, esc, link, page, table
+from rocketq.dashboard.render import Raw, esc, fmt_ms, link, page, table
 from rocketq.errors import QueryNotFound, RocketQError
 
 __all__ = ["producer_page", "producers_page"]
@@ -58,12 +57,6 @@ async def producers_page(admin: AdminClient) -> str:
     return page("Producers", body)
 
 
-def _fmt_ms(value: object) -> str:
-    if not isinstance(value, int) or value <= 0:
-        return "-"
-    return dt.datetime.fromtimestamp(value / 1000).strftime("%Y-%m-%d %H:%M:%S")
-
-
 async def producer_page(admin: AdminClient, group: str) -> str:
     groups, errors = await _all_producers(admin)
     conns = groups.get(group)
@@ -71,7 +64,7 @@ async def producer_page(admin: AdminClient, group: str) -> str:
         raise QueryNotFound(f"No producer of group {group!r} is connected to any broker")
     rows = [
         [c.get("clientId", ""), c.get("remoteIP", ""), c.get("language", ""), c.get("version", ""), broker,
-         _fmt_ms(c.get("lastUpdateTimestamp"))]
+         fmt_ms(c.get("lastUpdateTimestamp"), millis=False)]
         for broker, c in sorted(conns, key=lambda bc: (str(bc[1].get("clientId")), bc[0]))
     ]
     body = (

@@ -6,16 +6,28 @@ function that every cell passes through is easier to audit than autoescape rules
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
-__all__ = ["CHART_JS", "CHART_PATH", "TPS_WINDOWS", "Raw", "esc", "link", "page", "table", "tps_cell", "url"]
+__all__ = [
+    "CHART_JS", "CHART_PATH", "TPS_WINDOWS", "Raw", "esc", "fmt_ms", "link", "page", "table", "tps_cell",
+    "url",
+]
 
 
 def esc(value: object) -> str:
     """Text for an HTML element or a quoted attribute (quotes escaped too)."""
     return html.escape(str(value), quote=True)
+
+
+def fmt_ms(value: object, *, millis: bool = True) -> str:
+    """An epoch-ms time as local time; "-" for none (0, negative or not a number)."""
+    if not isinstance(value, int) or value <= 0:
+        return "-"
+    text = dt.datetime.fromtimestamp(value / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return text[:-3] if millis else text[:-7]
 
 
 def url(path: str, **params: object) -> str:
