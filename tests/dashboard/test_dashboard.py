@@ -453,3 +453,44 @@ def test_dead_letters_listed_resent_and_consumed_directly(
     finally:
         consumer.shutdown()
     assert page.goto(dashboard.url + "/dlq?group=NoDeadLettersGroup").status == 404
+
+
+def _series(page: Any, name: str) -> float:
+    text = page.locator(f'[data-series="{name}"]').inner_text()
+    return -1.0 if text == "-" else float(text)
+
+
+def test_tps_history_charts_on_cluster_and_topic_pages(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    topic = "DashTpsChart"
+    cluster.create_topic(topic, queues=2)
+    page.goto(dashboard.url + "/")
+    put = f"{cluster.broker_name} put"
+    page.wait_for_function("Number(document.getElementById('tps-polls').textContent) >= 1")
+    assert _series(page, put) >= 0 and _series(page, f"{cluster.broker_name} get") >= 0
+
+    tab = page.context.new_page()
+    tab_errors: list[str] = []
+    tab.on("pageerror", lambda e: tab_errors.append(str(e)))
+    try:
+        tab.goto(dashboard.url + f"/topic?name={topic}")
+        seen_topic: list[float] = []
+        seen_cluster: list[float] = []
+        with Producer("dash_tps_chart_pg", namesrv_addr=cluster.namesrv_addr) as producer:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not (seen_topic and max(seen_topic) > 0
+                                                       and max(seen_cluster) > 0):
+                for i in range(20):
+                    producer.send(Message(topic, f"c{i}".encode()))
+                seen_topic.append(_series(tab, "put"))
+                seen_cluster.append(_series(page, put))
+                time.sleep(0.2)
+        assert max(seen_topic) > 0, seen_topic
+        assert max(seen_cluster) > 0, seen_cluster
+        assert int(tab.locator("#tps-polls").inner_text()) >= 2
+    finally:
+        tab.close()
+    assert not tab_errors, tab_errors
+    status, text = _http(dashboard.url + "/api/topic?name=" + topic)
+    assert status == 200 and json.loads(text)["counters"]["put"] > 0

@@ -13,12 +13,13 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
 from rocketq.admin import AdminClient
 from rocketq.dashboard import broker, dlq, manage, pages, producers
-from rocketq.dashboard.render import CHART_JS, CHART_PATH, page
+from rocketq.dashboard.render import CHART_JS, CHART_PATH, TPS_CHART_PATH, TPS_JS, page
 from rocketq.errors import (
     InvalidArgument,
     QueryNotFound,
@@ -98,16 +99,25 @@ async def _form(request: web.Request) -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(v, str)}
 
 
-async def _group_json(request: web.Request) -> web.StreamResponse:
-    try:
-        data = await pages.group_json(request.app[ADMIN_KEY], request.query.get("name", ""))
-        return web.json_response(data)
-    except (RocketQError, TimeoutError) as exc:
-        return web.json_response({"error": f"{type(exc).__name__}: {exc}"}, status=_status(exc))
+def _api(fetch: Callable[[AdminClient, str], Awaitable[dict[str, Any]]]) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            return web.json_response(await fetch(request.app[ADMIN_KEY], request.query.get("name", "")))
+        except (RocketQError, TimeoutError) as exc:
+            return web.json_response({"error": f"{type(exc).__name__}: {exc}"}, status=_status(exc))
+
+    return handle
 
 
-async def _chart_js(request: web.Request) -> web.StreamResponse:
-    return web.Response(text=CHART_JS, content_type="text/javascript", charset="utf-8")
+async def _cluster_json(admin: AdminClient, _: str) -> dict[str, Any]:
+    return await pages.cluster_json(admin)
+
+
+def _script(text: str) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return web.Response(text=text, content_type="text/javascript", charset="utf-8")
+
+    return handle
 
 
 async def _cluster(request: web.Request, admin: AdminClient) -> str:
@@ -215,8 +225,11 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_get("/messages", _page("Messages", _messages))
     app.router.add_post("/send", _page("Send a message", _send))
     app.router.add_post("/reset", _page("Reset offset", _reset))
-    app.router.add_get("/api/group", _group_json)
-    app.router.add_get(CHART_PATH, _chart_js)
+    app.router.add_get("/api/group", _api(pages.group_json))
+    app.router.add_get("/api/cluster", _api(_cluster_json))
+    app.router.add_get("/api/topic", _api(pages.topic_json))
+    app.router.add_get(CHART_PATH, _script(CHART_JS))
+    app.router.add_get(TPS_CHART_PATH, _script(TPS_JS))
     return app
 
 

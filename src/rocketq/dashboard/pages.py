@@ -16,10 +16,24 @@ from rocketq.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.codec.bodies import BrokerData, MessageQueue
 from rocketq.dashboard import manage
-from rocketq.dashboard.render import CHART_PATH, Raw, esc, fmt_ms, link, page, table, tps_cell, url
+from rocketq.dashboard.render import (
+    CHART_PATH,
+    TPS_CHART_PATH,
+    Raw,
+    esc,
+    fmt_ms,
+    link,
+    page,
+    parse_tps,
+    table,
+    tps_cell,
+    tps_chart,
+    url,
+)
 from rocketq.errors import InvalidArgument, RocketQError, SubscriptionGroupNotExist, TopicNotExist
 
 __all__ = [
+    "cluster_json",
     "cluster_page",
     "group_json",
     "group_page",
@@ -28,6 +42,7 @@ __all__ = [
     "parse_time",
     "reset_offset",
     "send_message",
+    "topic_json",
     "topic_page",
     "topics_page",
 ]
@@ -84,8 +99,28 @@ async def cluster_page(admin: AdminClient) -> str:
     body = (
         f"<p>Name servers: {esc(';'.join(admin.namesrv_addrs))}</p>"
         f"<h2>Brokers</h2>{table(headers, rows, table_id='brokers')}"
+        "<h2>TPS (10 s window)</h2>"
+        + tps_chart("/api/cluster", [f"{b.broker_name} {k}" for b in brokers for k in ("put", "get")])
     )
-    return page("Cluster", body)
+    return page("Cluster", body, script=TPS_CHART_PATH)
+
+
+async def cluster_json(admin: AdminClient) -> dict[str, Any]:
+    """What the cluster page's chart polls: each broker's 10-second put and get TPS."""
+    tps: dict[str, float] = {}
+    for b in await admin.cluster_list():
+        for name, key in (("put", "putTps"), ("get", "getTransferredTps")):
+            values = parse_tps(b.runtime.get(key, ""))
+            if values is not None:
+                tps[f"{b.broker_name} {name}"] = values[0]
+    return {"time": int(time.time() * 1000), "tps": tps}
+
+
+async def topic_json(admin: AdminClient, topic: str) -> dict[str, Any]:
+    """What the topic page's chart polls: messages stored in total; the page takes the rate."""
+    stats = await admin.examine_topic_stats(topic)
+    return {"time": int(time.time() * 1000),
+            "counters": {"put": sum(o.max_offset for o in stats.offset_table.values())}}
 
 
 # -- topics -----------------------------------------------------------------------------------------------
@@ -152,6 +187,7 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
         + table(["broker", "queue", "min offset", "max offset", "messages", "last stored"], queue_rows,
                 table_id="queues")
         + "<h2>Produce TPS</h2>"
+        + tps_chart(url("/api/topic", name=topic), ["put"])
         + table(["broker", "TPS (1 min)", "TPS (1 hour)", "messages put (24 h)"], traffic_rows,
                 table_id="topic-tps")
         + "<h2>Consumer groups</h2>"
@@ -165,7 +201,7 @@ async def topic_page(admin: AdminClient, topic: str, notice: str = "") -> str:
         + '<button type="submit">Send</button></form>'
         + forms
     )
-    return page(f"Topic {topic}", body)
+    return page(f"Topic {topic}", body, script=TPS_CHART_PATH)
 
 
 async def _topic_traffic(

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
 __all__ = [
-    "CHART_JS", "CHART_PATH", "TPS_WINDOWS", "Raw", "esc", "fmt_ms", "link", "page", "table", "tps_cell",
-    "url",
+    "CHART_JS", "CHART_PATH", "TPS_CHART_PATH", "TPS_JS", "TPS_WINDOWS", "Raw", "esc", "fmt_ms", "link",
+    "page", "parse_tps", "table", "tps_cell", "tps_chart", "url",
 ]
 
 
@@ -62,14 +62,19 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, table_id:
 TPS_WINDOWS = ("10 s", "1 min", "10 min")
 
 
+def parse_tps(raw: object) -> list[float] | None:
+    """The three window averages of a putTps-style string, or None when it is not one."""
+    try:
+        values = [float(p) for p in str(raw).split()]
+    except ValueError:
+        return None
+    return values if len(values) == len(TPS_WINDOWS) else None
+
+
 def tps_cell(raw: object) -> Raw:
     """A broker's "12.30 11.00 10.50" as the 10-second TPS, with the longer windows labelled after it."""
-    parts = str(raw).split()
-    try:
-        values = [float(p) for p in parts]
-    except ValueError:
-        values = []
-    if len(values) != len(TPS_WINDOWS):
+    values = parse_tps(raw)
+    if values is None:
         return Raw(esc(raw))  # not the triple (an older or foreign broker): shown as it came
     first, *rest = values
     longer = ", ".join(f"{w} {v:.1f}" for w, v in zip(TPS_WINDOWS[1:], rest, strict=True))
@@ -89,7 +94,7 @@ th{background:#f0f3f7}.error{background:#fde8e8;border:1px solid #e0a0a0;padding
 .ok{background:#e8f6e8;border:1px solid #9c9;padding:.5em 1em}
 form{margin:.5em 0 1.5em}input,textarea,select{margin:.2em .4em .2em 0}
 pre{background:#f6f6f6;padding:.5em;white-space:pre-wrap;word-break:break-all}
-#chart{border:1px solid #ccc;background:#fff}
+#chart,#tps-chart{border:1px solid #ccc;background:#fff}
 """
 
 
@@ -146,3 +151,55 @@ async function poll(){
 poll();setInterval(poll,Number(cv.dataset.interval||2000));
 })();
 """
+
+TPS_CHART_PATH = "/static/tps.js"
+
+# TPS history since the page was opened: polls a JSON endpoint that answers {"time": ms, "tps": {name:
+# value}} (rates the broker computed) and/or {"counters": {name: total}} (rates taken here, as the
+# change between polls), and draws one line per name. Values reach the page only as numbers.
+TPS_JS = """
+(function(){
+const cv=document.getElementById('tps-chart'),ctx=cv.getContext('2d');
+const src=cv.dataset.src,colors=['#2874a6','#c0392b','#27ae60','#8e44ad','#d68910'],hist={};
+let prev=null,n=0;
+function draw(){
+  const w=cv.width,h=cv.height,pad=40,names=Object.keys(hist);ctx.clearRect(0,0,w,h);
+  const all=names.flatMap(k=>hist[k]),max=Math.max(1,...all);
+  ctx.strokeStyle='#ddd';ctx.beginPath();ctx.moveTo(pad,10);ctx.lineTo(pad,h-20);
+  ctx.lineTo(w-pad,h-20);ctx.stroke();
+  names.forEach((k,j)=>{
+    const pts=hist[k],c=colors[j%colors.length];ctx.strokeStyle=c;ctx.lineWidth=2;ctx.beginPath();
+    pts.forEach((v,i)=>{const x=pad+(w-2*pad)*i/Math.max(1,pts.length-1),y=h-20-(h-30)*v/max;
+      i?ctx.lineTo(x,y):ctx.moveTo(x,y);});
+    ctx.stroke();ctx.fillStyle=c;ctx.fillText(k+' '+pts[pts.length-1].toFixed(1),pad+4+j*150,12);});
+}
+function show(name,v){
+  if(!hist[name])hist[name]=[];hist[name].push(v);if(hist[name].length>120)hist[name].shift();
+  const cell=document.querySelector('[data-series="'+CSS.escape(name)+'"]');
+  if(cell)cell.textContent=v.toFixed(1);
+}
+async function poll(){
+  try{
+    const r=await fetch(src,{cache:'no-store'});const d=await r.json();
+    if(d.error){document.getElementById('tps-live').textContent='error: '+d.error;return;}
+    Object.entries(d.tps||{}).forEach(([k,v])=>show(k,Number(v)));
+    if(prev&&d.time>prev.time)Object.entries(d.counters||{}).forEach(([k,v])=>
+      show(k,Math.max(0,(v-(prev.counters[k]||0))*1000/(d.time-prev.time))));
+    prev=d;n++;document.getElementById('tps-polls').textContent=String(n);draw();
+  }catch(e){document.getElementById('tps-live').textContent='poll failed: '+e;}
+}
+poll();setInterval(poll,Number(cv.dataset.interval||2000));
+})();
+"""
+
+
+def tps_chart(src: str, names: list[str]) -> str:
+    """The canvas TPS_JS draws on, with one "now" cell per series."""
+    cells = ", ".join(f'{esc(n)} <b data-series="{esc(n)}">-</b>' for n in names)
+    return (
+        f'<p id="tps-live">TPS now: {cells} '
+        '(polls: <span id="tps-polls">0</span>, every 2 s; '
+        "the history is kept by this page since it was opened)</p>"
+        f'<canvas id="tps-chart" width="640" height="200" data-src="{esc(src)}" '
+        'data-interval="2000"></canvas>'
+    )
