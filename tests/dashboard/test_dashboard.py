@@ -440,7 +440,7 @@ def test_dead_letters_listed_resent_and_consumed_directly(
         before = len(bodies)
 
         row.locator("form.consume button").click()
-        assert "CR_SUCCESS" in page.locator("#dlq-done").inner_text()
+        assert "CR_SUCCESS" in page.locator("#consume-done").inner_text()
         assert len(bodies) > before and bodies[-1] == b"<dead>"
 
         page.locator("#dlq tbody tr").first.locator("form.resend button").click()
@@ -494,3 +494,40 @@ def test_tps_history_charts_on_cluster_and_topic_pages(
     assert not tab_errors, tab_errors
     status, text = _http(dashboard.url + "/api/topic?name=" + topic)
     assert status == 200 and json.loads(text)["counters"]["put"] > 0
+
+
+def test_message_consumed_directly_by_an_online_client(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    topic, group = "DashDirect", "DashDirectGroup"
+    cluster.create_topic(topic, queues=1)
+    bodies: list[bytes] = []
+
+    def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        bodies.extend(m.body for m in msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(group, namesrv_addr=cluster.namesrv_addr,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    consumer.start()
+    try:
+        with Producer("dash_direct_pg", namesrv_addr=cluster.namesrv_addr) as producer:
+            producer.send(Message(topic, b"direct-me", keys="direct-1"))
+        deadline = time.monotonic() + 30
+        while b"direct-me" not in bodies:
+            assert time.monotonic() < deadline, "the consumer never got the message"
+            time.sleep(0.2)
+        form = page.locator("form.consume", has_text=group)
+        while True:  # the group shows as online once the consumer's heartbeat reached the broker
+            page.goto(dashboard.url + f"/messages?topic={topic}&key=direct-1")
+            if form.count() == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        form.locator("button").click()
+        assert "CR_SUCCESS" in page.locator("#consume-done").inner_text()
+        assert bodies.count(b"direct-me") == 2
+        assert page.locator("pre.body").inner_text() == "direct-me"
+    finally:
+        consumer.shutdown()

@@ -188,6 +188,13 @@ async def _dlq_consume(request: web.Request, admin: AdminClient) -> str:
     return await dlq.dlq_page(admin, group, notice)
 
 
+async def _messages_consume(request: web.Request, admin: AdminClient) -> str:
+    form = await _form(request)
+    _, notice = await dlq.consume_directly(admin, form)
+    query = {"id": form.get("msgId", ""), "topic": form.get("topic", "")}
+    return await pages.messages_page(admin, query, notice)
+
+
 async def _messages(request: web.Request, admin: AdminClient) -> str:
     return await pages.messages_page(admin, dict(request.query))
 
@@ -222,6 +229,7 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_get("/dlq", _page("Dead letters", _dlq))
     app.router.add_post("/dlq/resend", _page("Dead letters", _dlq_resend))
     app.router.add_post("/dlq/consume", _page("Dead letters", _dlq_consume))
+    app.router.add_post("/messages/consume", _page("Messages", _messages_consume))
     app.router.add_get("/messages", _page("Messages", _messages))
     app.router.add_post("/send", _page("Send a message", _send))
     app.router.add_post("/reset", _page("Reset offset", _reset))

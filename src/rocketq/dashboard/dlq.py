@@ -101,12 +101,15 @@ async def resend(admin: AdminClient, form: Mapping[str, str]) -> tuple[str, str]
 
 
 async def consume_directly(admin: AdminClient, form: Mapping[str, str]) -> tuple[str, str]:
+    """CONSUME_MESSAGE_DIRECTLY of ``msgId`` (an offset msgId) in ``topic`` (default: the group's
+    DLQ) by the group's client ``clientId``: (group, notice)."""
     group, msg_id, client = form.get("group", ""), form.get("msgId", ""), form.get("clientId", "")
     if not group or not msg_id or not client:
         raise InvalidArgument("group, msgId and clientId are all needed")
-    result = await admin.consume_message_directly(group, client, DLQ_PREFIX + group, msg_id)
+    topic = form.get("topic") or DLQ_PREFIX + group
+    result = await admin.consume_message_directly(group, client, topic, msg_id)
     outcome = result.get("consumeResult", "?")
     remark = result.get("remark") or ""
-    notice = (f'<p class="ok" id="dlq-done">{esc(client)} consumed {esc(msg_id)}: {esc(outcome)}'
+    notice = (f'<p class="ok" id="consume-done">{esc(client)} consumed {esc(msg_id)}: {esc(outcome)}'
               f"{' (' + esc(remark) + ')' if remark else ''}</p>")
     return group, notice

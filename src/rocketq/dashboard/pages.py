@@ -354,7 +354,7 @@ async def reset_offset(admin: AdminClient, form: Mapping[str, str]) -> str:
 # -- messages ---------------------------------------------------------------------------------------------
 
 
-async def messages_page(admin: AdminClient, query: Mapping[str, str]) -> str:
+async def messages_page(admin: AdminClient, query: Mapping[str, str], notice: str = "") -> str:
     topic = query.get("topic", "").strip()
     msg_id, key = query.get("id", "").strip(), query.get("key", "").strip()
     begin, end = query.get("begin", "").strip(), query.get("end", "").strip()
@@ -379,8 +379,17 @@ async def messages_page(admin: AdminClient, query: Mapping[str, str]) -> str:
         parts.append(_summary_table(found))
     else:
         tracks = await asyncio.gather(*(admin.message_track_detail(m) for m in found))
-        parts.extend(_message_html(m, t) for m, t in zip(found, tracks, strict=True))
-    return page("Messages", forms + "".join(parts))
+        online = {str(t.get("consumerGroup")) for ts in tracks for t in ts if t.get("online")}
+        clients = dict(zip(online, await asyncio.gather(*(_clients(admin, g) for g in online)), strict=True))
+        parts.extend(_message_html(m, t, clients) for m, t in zip(found, tracks, strict=True))
+    return page("Messages", notice + forms + "".join(parts))
+
+
+async def _clients(admin: AdminClient, group: str) -> list[str]:
+    try:
+        return [c.client_id for c in (await admin.examine_consumer_connection_info(group)).connection_set]
+    except RocketQError:  # went offline since the track was read
+        return []
 
 
 def _time_range(topic: str, begin: str, end: str) -> tuple[int, int]:
@@ -445,7 +454,27 @@ def _search_forms(topic: str, msg_id: str, key: str, begin: str, end: str) -> st
     )
 
 
-def _message_html(msg: MessageExt, tracks: list[dict[str, Any]]) -> str:
+def _consume_forms(msg: MessageExt, clients: Mapping[str, list[str]]) -> str:
+    """One "consume directly" form per online group: CONSUME_MESSAGE_DIRECTLY to the chosen client."""
+    forms = []
+    for group, ids in sorted(clients.items()):
+        if not ids:
+            continue
+        options = "".join(f'<option value="{esc(c)}">{esc(c)}</option>' for c in ids)
+        forms.append(
+            '<form method="post" action="/messages/consume" class="consume">'
+            f'<input type="hidden" name="topic" value="{esc(msg.topic)}">'
+            f'<input type="hidden" name="msgId" value="{esc(msg.offset_msg_id)}">'
+            f'<input type="hidden" name="group" value="{esc(group)}">'
+            f'<b>{esc(group)}</b> <select name="clientId">{options}</select>'
+            '<button type="submit">Consume directly</button></form>'
+        )
+    if not forms:
+        return ""
+    return "<h3>Consume directly</h3>" + "".join(forms)
+
+
+def _message_html(msg: MessageExt, tracks: list[dict[str, Any]], clients: Mapping[str, list[str]]) -> str:
     body = msg.body.decode("utf-8", "replace")
     props = table(["property", "value"], sorted(msg.properties.items()))
     track_rows = [
@@ -466,5 +495,6 @@ def _message_html(msg: MessageExt, tracks: list[dict[str, Any]]) -> str:
         + f"<h3>Properties</h3>{props}"
         + "<h3>Consume status</h3>"
         + table(["group", "status", "online", "error"], track_rows)
+        + _consume_forms(msg, clients)
         + "</section>"
     )
