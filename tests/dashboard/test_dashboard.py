@@ -514,7 +514,7 @@ def test_message_consumed_directly_by_an_online_client(
     consumer.start()
     try:
         with Producer("dash_direct_pg", namesrv_addr=cluster.namesrv_addr) as producer:
-            producer.send(Message(topic, b"direct-me", keys="direct-1"))
+            uniq_key = producer.send(Message(topic, b"direct-me", keys="direct-1")).msg_id
         deadline = time.monotonic() + 30
         while b"direct-me" not in bodies:
             assert time.monotonic() < deadline, "the consumer never got the message"
@@ -525,9 +525,14 @@ def test_message_consumed_directly_by_an_online_client(
             if form.count() == 1 or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
+        client = form.locator("select option").first.get_attribute("value")
         form.locator("button").click()
         assert "CR_SUCCESS" in page.locator("#consume-done").inner_text()
         assert bodies.count(b"direct-me") == 2
         assert page.locator("pre.body").inner_text() == "direct-me"
+        # the admin call itself takes the unique key as well (it also decodes as an offset msgId)
+        result = cluster.admin().consume_message_directly(group, client, topic, uniq_key)
+        assert result["consumeResult"] == "CR_SUCCESS"
+        assert bodies.count(b"direct-me") == 3
     finally:
         consumer.shutdown()

@@ -193,15 +193,13 @@ class MessageAdmin(AdminBase):
     async def consume_message_directly(
         self, group: str, client_id: str, topic: str, msg_id: str
     ) -> dict[str, Any]:
-        """CONSUME_MESSAGE_DIRECTLY: ask one consumer (through its broker) to consume a message now."""
-        try:
-            ip, port, _ = decode_offset_msg_id(msg_id)
-            addr = f"{ip}:{port}"
-        except (ProtocolError, ValueError):
-            msg = await self._one_by_unique_key(topic, msg_id)
-            addr = f"{msg.store_host[0]}:{msg.store_host[1]}"
-            msg_id = msg.offset_msg_id
-        ext = {"consumerGroup": group, "clientId": client_id, "msgId": msg_id, "topic": topic}
+        """CONSUME_MESSAGE_DIRECTLY: ask one consumer (through its broker) to consume a message now.
+
+        ``msg_id`` is an offset msgId or a unique key; it is looked up first (as Java's admin does),
+        because a unique key also decodes as an offset msgId, to an address that is no broker."""
+        msg = await self.view_message(topic, msg_id)
+        addr = f"{msg.store_host[0]}:{msg.store_host[1]}"
+        ext = {"consumerGroup": group, "clientId": client_id, "msgId": msg.offset_msg_id, "topic": topic}
         response = await self._call(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext)
         result = loads(self._json(response, "CONSUME_MESSAGE_DIRECTLY"))
         if not isinstance(result, dict):

@@ -50,8 +50,8 @@ def _row_forms(group: str, msg: MessageExt, clients: list[str]) -> Raw:
     if not clients:
         return Raw(resend + "<small>no consumer online to consume directly</small>")
     options = "".join(f'<option value="{esc(c)}">{esc(c)}</option>' for c in clients)
-    # the offset msgId: AdminClient.consume_message_directly would read a unique key (also 32 hex
-    # digits) as an offset msgId and connect to the address it seems to hold
+    # the offset msgId names exactly this stored copy (its unique key is shared with the original
+    # message and its retries)
     direct = (f'<form method="post" action="/dlq/consume" class="consume">'
               f'<input type="hidden" name="group" value="{esc(group)}">'
               f'<input type="hidden" name="msgId" value="{esc(msg.offset_msg_id)}">'
