@@ -265,8 +265,9 @@ async def groups_page(admin: AdminClient, notice: str = "") -> str:
 
 async def group_json(admin: AdminClient, group: str) -> dict[str, Any]:
     """What the live chart polls: total lag, and the consumed total that TPS is derived from."""
-    await _known_group(admin, group)
     stats = await admin.examine_consume_stats(group)
+    if not stats.offset_table:
+        await _known_group(admin, group)
     queues: list[dict[str, Any]] = [
         {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
          "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
@@ -284,7 +285,8 @@ async def group_json(admin: AdminClient, group: str) -> dict[str, Any]:
 
 
 async def _known_group(admin: AdminClient, group: str) -> None:
-    """A group the brokers do not know would show as an empty page; say it does not exist instead."""
+    """A group the brokers do not know would show as an empty page; say it does not exist instead.
+    Asked only when the group has no offsets (one with offsets exists): it reads every master."""
     if group not in await admin.consumer_groups():
         raise SubscriptionGroupNotExist(
             f"No consumer group {group!r} in this cluster (no broker has its subscription config "
@@ -293,8 +295,9 @@ async def _known_group(admin: AdminClient, group: str) -> None:
 
 
 async def group_page(admin: AdminClient, group: str, notice: str = "") -> str:
-    await _known_group(admin, group)
     stats = await admin.examine_consume_stats(group)
+    if not stats.offset_table:
+        await _known_group(admin, group)
     rows = [
         [mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
          w.broker_offset - w.consumer_offset, fmt_ms(w.last_timestamp)]
