@@ -403,14 +403,12 @@ def test_subscription_group_create_update_delete(
     assert page.goto(dashboard.url + f"/group?name={group}").status == 404
 
 
-def test_dead_letters_listed_resent_and_consumed_directly(
-    page: Any, dashboard: Dashboard, cluster: RocketQCluster
-) -> None:
-    topic, group = "DashDlqTopic", "DashDlqGroup"
-    cluster.create_topic(topic, queues=1)
+def _recording_consumer(
+    cluster: RocketQCluster, group: str, topic: str, failing: threading.Event, **options: Any
+) -> tuple[PushConsumer, list[bytes]]:
+    """A started consumer of ``topic`` from its start that records every body it is given and
+    asks for a retry while ``failing`` is set."""
     bodies: list[bytes] = []
-    failing = threading.Event()
-    failing.set()
 
     def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
         bodies.extend(m.body for m in msgs)
@@ -418,12 +416,23 @@ def test_dead_letters_listed_resent_and_consumed_directly(
 
     consumer = PushConsumer(
         group, namesrv_addr=cluster.namesrv_addr,
-        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        max_reconsume_times=0,  # the first failure is final: straight to %DLQ%group
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **options,
     )
     consumer.subscribe(topic, "*")
     consumer.register_listener(listener)
     consumer.start()
+    return consumer, bodies
+
+
+def test_dead_letters_listed_resent_and_consumed_directly(
+    page: Any, dashboard: Dashboard, cluster: RocketQCluster
+) -> None:
+    topic, group = "DashDlqTopic", "DashDlqGroup"
+    cluster.create_topic(topic, queues=1)
+    failing = threading.Event()
+    failing.set()
+    # max_reconsume_times=0: the first failure is final, straight to %DLQ%group
+    consumer, bodies = _recording_consumer(cluster, group, topic, failing, max_reconsume_times=0)
     try:
         with Producer("dash_dlq_pg", namesrv_addr=cluster.namesrv_addr) as producer:
             producer.send(Message(topic, b"<dead>", keys="dead-1"))
@@ -501,17 +510,7 @@ def test_message_consumed_directly_by_an_online_client(
 ) -> None:
     topic, group = "DashDirect", "DashDirectGroup"
     cluster.create_topic(topic, queues=1)
-    bodies: list[bytes] = []
-
-    def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
-        bodies.extend(m.body for m in msgs)
-        return ConsumeStatus.CONSUME_SUCCESS
-
-    consumer = PushConsumer(group, namesrv_addr=cluster.namesrv_addr,
-                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.subscribe(topic, "*")
-    consumer.register_listener(listener)
-    consumer.start()
+    consumer, bodies = _recording_consumer(cluster, group, topic, threading.Event())
     try:
         with Producer("dash_direct_pg", namesrv_addr=cluster.namesrv_addr) as producer:
             uniq_key = producer.send(Message(topic, b"direct-me", keys="direct-1")).msg_id
