@@ -23,15 +23,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import multiprocessing as mp
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from multiprocessing.connection import Connection
 from typing import Any
+
+try:
+    from benchmarks._cluster import child_server
+except ImportError:  # run as benchmarks/<this>.py, whose folder is sys.path[0]
+    from _cluster import child_server  # type: ignore[no-redef]
 
 TOPIC = "BenchConsume"
 LATENCY_TOPIC = "BenchLatency"
@@ -246,31 +248,17 @@ async def _client_main(
     return figures
 
 
+
+
 def run(
     messages: int = 1_000_000, queues: int = 8, rate: int = 2000, seconds: float = 5.0
 ) -> dict[str, float]:
     from rocketq.remoting.loop import run as run_loop
 
     logging.basicConfig(level=logging.WARNING)
-    data_dir = tempfile.mkdtemp(prefix="rocketq-bench-consumer-")
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_servers_main, args=(data_dir, queues, messages, child), daemon=True)
-    proc.start()
-    try:
-        if not parent.poll(600):
-            raise RuntimeError("the benchmark servers did not start")
-        namesrv = parent.recv()
-        return run_loop(_client_main(namesrv, messages, rate, seconds, proc.pid or 0))
-    finally:
-        try:
-            parent.send("stop")
-        except OSError:
-            pass
-        proc.join(30)
-        if proc.is_alive():
-            proc.kill()
-        shutil.rmtree(data_dir, ignore_errors=True)
+    with child_server(_servers_main, queues, messages, prefix="rocketq-bench-consumer-",
+                      start_timeout=600) as (namesrv, pid):
+        return run_loop(_client_main(namesrv, messages, rate, seconds, pid))
 
 
 def main(argv: list[str]) -> int:

@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import os
-import shutil
 import statistics
 import struct
 import sys
-import tempfile
 import time
 from multiprocessing.connection import Connection
 from typing import Any
+
+try:
+    from benchmarks._cluster import child_server
+except ImportError:  # run as benchmarks/<this>.py, whose folder is sys.path[0]
+    from _cluster import child_server  # type: ignore[no-redef]
 
 TOPIC = "BenchPull"
 WAKE_TOPIC = "BenchWake"
@@ -217,28 +219,13 @@ async def _client_main(addr: str, queues: int, messages: int, wakeups: int, repe
     return figures
 
 
+
+
 def run(messages: int = 1_000_000, queues: int = 8, wakeups: int = 300, repeat: int = 3) -> dict[str, float]:
     from rocketq.remoting.loop import run as run_loop
 
-    data_dir = tempfile.mkdtemp(prefix="rocketq-bench-pull-")
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_broker_main, args=(data_dir, queues, messages, child), daemon=True)
-    proc.start()
-    try:
-        if not parent.poll(300):
-            raise RuntimeError("the benchmark broker did not start")
-        addr = parent.recv()
+    with child_server(_broker_main, queues, messages, prefix="rocketq-bench-pull-") as (addr, _pid):
         return run_loop(_client_main(addr, queues, messages, wakeups, repeat))
-    finally:
-        try:
-            parent.send("stop")
-        except OSError:
-            pass
-        proc.join(30)
-        if proc.is_alive():
-            proc.kill()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:
