@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Self
 
+# Re-exported under their old names; the rules live in rocketq.client.namespace.
+from rocketq.client.namespace import unwrap as unwrap_namespace
+from rocketq.client.namespace import wrap as wrap_namespace
 from rocketq.codec.codes import LanguageCode
 
 __all__ = [
@@ -30,9 +33,6 @@ __all__ = [
 ]
 
 DEFAULT_INSTANCE_NAME: Final = "DEFAULT"
-NAMESPACE_SEPARATOR: Final = "%"
-RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
 
 # Taken once per process: every client of the process that keeps the default instance name gets
 # the same id (and so shares one MQClientInstance), while a recycled pid in a later process does not
@@ -65,29 +65,6 @@ def local_ip() -> str:
     except OSError:
         return "127.0.0.1"
     return ip if ip.count(".") == 3 else "127.0.0.1"
-
-
-def wrap_namespace(namespace: str | None, resource: str) -> str:
-    """``<ns>%<resource>`` (and ``%RETRY%<ns>%<group>``) as RocketMQ's NamespaceUtil does."""
-    if not namespace or resource.startswith(namespace + NAMESPACE_SEPARATOR):
-        return resource
-    for prefix in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX):
-        if resource.startswith(prefix):
-            inner = resource[len(prefix) :]
-            if inner.startswith(namespace + NAMESPACE_SEPARATOR):
-                return resource
-            return f"{prefix}{namespace}{NAMESPACE_SEPARATOR}{inner}"
-    return f"{namespace}{NAMESPACE_SEPARATOR}{resource}"
-
-
-def unwrap_namespace(namespace: str | None, resource: str) -> str:
-    if not namespace:
-        return resource
-    head = namespace + NAMESPACE_SEPARATOR
-    for prefix in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX):
-        if resource.startswith(prefix + head):
-            return prefix + resource[len(prefix) + len(head) :]
-    return resource[len(head) :] if resource.startswith(head) else resource
 
 
 @dataclass(frozen=True, slots=True)

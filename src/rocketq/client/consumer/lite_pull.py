@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import enum
 import logging
 import time
@@ -129,21 +130,33 @@ class LitePullConsumer(ConsumerInner):
             self._update_assigned(None, wire)
 
     def assignment(self) -> set[MessageQueue]:
-        return set(self._assigned)
+        return {self._user_mq(mq) for mq in self._assigned}
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic`` (from a fresh route)."""
-        return await self.client.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+        queues = await self.client.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+        return [self._user_mq(mq) for mq in queues]
+
+    # The API speaks of the user's topics; queues are kept under their wire names.
+    def _wire_mq(self, mq: MessageQueue) -> MessageQueue:
+        if not self.config.namespace:
+            return mq
+        return MessageQueue(self.config.with_namespace(mq.topic), mq.broker_name, mq.queue_id)
+
+    def _user_mq(self, mq: MessageQueue) -> MessageQueue:
+        if not self.config.namespace:
+            return mq
+        return MessageQueue(self.config.without_namespace(mq.topic), mq.broker_name, mq.queue_id)
 
     def pause(self, message_queues: Iterable[MessageQueue]) -> None:
         for mq in message_queues:
-            state = self._assigned.get(mq)
+            state = self._assigned.get(self._wire_mq(mq))
             if state is not None:
                 state.paused = True
 
     def resume(self, message_queues: Iterable[MessageQueue]) -> None:
         for mq in message_queues:
-            state = self._assigned.get(mq)
+            state = self._assigned.get(self._wire_mq(mq))
             if state is not None:
                 state.paused = False
 
@@ -391,6 +404,9 @@ class LitePullConsumer(ConsumerInner):
                 msgs = batch.msgs
                 if state.message_queue.topic == self._retry_topic:
                     msgs = reset_retry_topic(msgs, self._retry_topic)
+                if self.config.namespace:
+                    strip = self.config.without_namespace
+                    msgs = [dataclasses.replace(m, topic=strip(m.topic)) for m in msgs]
                 return msgs
             failure = self._pull_failure
             if failure is not None:
@@ -411,7 +427,7 @@ class LitePullConsumer(ConsumerInner):
     # -- positions ---------------------------------------------------------------------------------
 
     def _state(self, mq: MessageQueue) -> AssignedQueue:
-        state = self._assigned.get(mq)
+        state = self._assigned.get(self._wire_mq(mq))
         if state is None:
             raise InvalidArgument(f"The message queue is not in assigned list, may be rebalancing, {mq}")
         return state
@@ -439,13 +455,16 @@ class LitePullConsumer(ConsumerInner):
         await self.seek(mq, await self.max_offset(mq))
 
     async def min_offset(self, mq: MessageQueue) -> int:
+        mq = self._wire_mq(mq)
         return await self.client.api.get_min_offset(await broker_addr_for_admin(self.client, mq), mq)
 
     async def max_offset(self, mq: MessageQueue) -> int:
+        mq = self._wire_mq(mq)
         return await self.client.api.get_max_offset(await broker_addr_for_admin(self.client, mq), mq)
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp: int) -> int:
         """The offset of the first message of ``mq`` stored at or after ``timestamp`` ms."""
+        mq = self._wire_mq(mq)
         return await self.pull_api.offset_at_or_after(
             mq, await broker_addr_for_admin(self.client, mq), timestamp, self.client.api.default_timeout
         )
@@ -487,6 +506,7 @@ class LitePullConsumer(ConsumerInner):
         else:
             done = {}
             for mq, offset in offsets.items():
+                mq = self._wire_mq(mq)
                 if mq not in self._assigned:
                     log.warning("commit offset of %s, but it is not assigned", mq)
                     continue
@@ -499,6 +519,7 @@ class LitePullConsumer(ConsumerInner):
         """Commit only these queues' consumed offsets."""
         offsets = {}
         for mq in message_queues:
+            mq = self._wire_mq(mq)
             state = self._assigned.get(mq)
             if state is not None and state.consume_offset >= 0:
                 offsets[mq] = state.consume_offset
@@ -506,7 +527,7 @@ class LitePullConsumer(ConsumerInner):
 
     async def committed(self, mq: MessageQueue) -> int:
         """The stored offset of ``mq`` (-1 if none)."""
-        return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        return await self.offset_store.read_offset(self._wire_mq(mq), ReadOffsetType.READ_FROM_STORE)
 
     def subscription_data(self, topic: str) -> SubscriptionData | None:
         return self.rebalance_impl.subscription_inner.get(self.config.with_namespace(topic))

@@ -273,7 +273,8 @@ class PushConsumer(ConsumerInner):
         return self.process_queue_table
 
     async def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
-        return await self.client.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+        queues = await self.client.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+        return [MessageQueue(topic, mq.broker_name, mq.queue_id) for mq in queues]
 
     def consumer_running_info(self) -> bytes:
         """The GET_CONSUMER_RUNNING_INFO body (config, subscriptions, queues, consume stats)."""

@@ -9,6 +9,7 @@ it ends up exactly where the broker would have put it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -50,7 +51,13 @@ class MessageBackSender:
         addr = self.consumer.client.find_broker_address_in_publish(broker_name) if broker_name else None
         return str(addr) if addr is not None else f"{msg.store_host[0]}:{msg.store_host[1]}"
 
+    def _on_wire(self, msg: MessageExt) -> MessageExt:
+        """The message as the broker knows it: listeners saw its topic without the namespace."""
+        wire = self.consumer.config.with_namespace(msg.topic)
+        return msg if wire == msg.topic else dataclasses.replace(msg, topic=wire)
+
     async def send_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
+        msg = self._on_wire(msg)
         max_times = self.max_reconsume_times()
         if await self._ask_broker(msg, delay_level, max_times, broker_name, "sendMessageBack"):
             return True
@@ -61,6 +68,7 @@ class MessageBackSender:
 
     async def send_to_dlq(self, msg: MessageExt, max_times: int, broker_name: str | None) -> bool:
         dlq = DEAD_LETTER_DELAY_LEVEL
+        msg = self._on_wire(msg)
         if await self._ask_broker(msg, dlq, max_times, broker_name, "sendMessageBack to DLQ"):
             return True
         # As a normal message whose reconsume count already reached the limit: the broker's send
