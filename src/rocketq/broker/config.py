@@ -46,8 +46,10 @@ class BrokerConfig:
     cluster_topic_enable: bool = restart_required(True, why="the cluster topic is created at start")
     broker_topic_enable: bool = restart_required(True, why="the broker topic is created at start")
     auto_create_subscription_group: bool = runtime_updatable(True)
-    msg_trace_topic_name: str = not_honoured("RMQ_SYS_TRACE_TOPIC", why="the trace topic is fixed")
-    trace_topic_enable: bool = not_honoured(False, why="the trace topic is always created")
+    # traceTopicEnable: create msgTraceTopicName (1 queue) at start, as a system topic. Off, the
+    # first trace a client sends creates it from TBW102 (autoCreateTopicEnable), as in RocketMQ.
+    msg_trace_topic_name: str = restart_required("RMQ_SYS_TRACE_TOPIC", why=_AT_START)
+    trace_topic_enable: bool = restart_required(False, why=_AT_START)
     register_name_server_period: int = restart_required(30_000, why=_TIMER)
     register_broker_timeout_mills: int = runtime_updatable(24_000)
     compressed_register: bool = runtime_updatable(False)

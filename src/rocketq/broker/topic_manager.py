@@ -216,7 +216,9 @@ class TopicConfigManager:
         entries.append(new_topic_config(bc.broker_name, 1, 1, broker_perm))
         entries.append(new_topic_config(RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1, rw))
         entries.append(new_topic_config(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_QUEUE_NUMS, SCHEDULE_QUEUE_NUMS, rw))
-        entries.append(new_topic_config(RMQ_SYS_TRACE_TOPIC, 1, 1, rw))
+        if bc.trace_topic_enable:
+            entries.append(new_topic_config(bc.msg_trace_topic_name, 1, 1, rw))
+            self.system_topics.add(bc.msg_trace_topic_name)
         # Where repliers send (request-reply); never consumed, the broker pushes replies.
         reply = reply_topic(bc.broker_cluster_name)
         entries.append(new_topic_config(reply, 1, 1, rw))

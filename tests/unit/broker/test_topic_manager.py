@@ -31,13 +31,25 @@ def _manager(tmp_path: Path, **broker: Any) -> TopicConfigManager:
     return TopicConfigManager(ctl)  # type: ignore[arg-type]
 
 
+def test_trace_topic_follows_trace_topic_enable(tmp_path: Path) -> None:
+    # RocketMQ creates the trace topic only with traceTopicEnable; otherwise the first trace a
+    # client sends creates it from TBW102.
+    tm = _manager(tmp_path)
+    assert "RMQ_SYS_TRACE_TOPIC" not in tm.table
+    assert tm.is_system_topic("RMQ_SYS_TRACE_TOPIC")  # TopicValidator's set names it anyway
+    tm = _manager(tmp_path, trace_topic_enable=True, msg_trace_topic_name="MyTrace")
+    trace = tm.table["MyTrace"]
+    assert (trace.read_queue_nums, trace.write_queue_nums, trace.perm) == (1, 1, PERM_READ | PERM_WRITE)
+    assert tm.is_system_topic("MyTrace")
+    assert "RMQ_SYS_TRACE_TOPIC" not in tm.table
+
+
 def test_system_topics(tmp_path: Path) -> None:
     tm = _manager(tmp_path)
     tbw = tm.table["TBW102"]
     assert (tbw.read_queue_nums, tbw.write_queue_nums, tbw.perm) == (8, 8, 7)
     assert tm.table["SCHEDULE_TOPIC_XXXX"].write_queue_nums == 18
-    for name in ("SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "RMQ_SYS_TRACE_TOPIC", "Cl", "bk",
-                 "Cl_REPLY_TOPIC"):
+    for name in ("SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "Cl", "bk", "Cl_REPLY_TOPIC"):
         assert name in tm.table
         assert tm.is_system_topic(name)
     reply = tm.table["Cl_REPLY_TOPIC"]  # request-reply: one queue, as TopicConfigManager makes it

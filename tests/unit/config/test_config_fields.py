@@ -20,7 +20,7 @@ CLASSES = [NamesrvConfig, BrokerConfig, MessageStoreConfig, RemotingServerConfig
 
 # The BrokerConfig fields no rocketq code reads: a stock broker.conf sets them, rocketq ignores them.
 BROKER_NOT_HONOURED = {
-    "msg_trace_topic_name", "trace_topic_enable", "force_register", "reject_transaction_message",
+    "force_register", "reject_transaction_message",
     "transaction_time_out", "transaction_check_max",
     "transaction_check_interval", "revive_queue_num",
 }
