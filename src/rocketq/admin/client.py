@@ -23,6 +23,7 @@ from rocketq.admin.brokers import BrokerAdmin
 from rocketq.admin.groups import GroupAdmin
 from rocketq.admin.messages import MessageAdmin
 from rocketq.admin.topics import TopicAdmin
+from rocketq.admin.trace import TraceAdmin
 from rocketq.client.api import parse_tags
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.errors import RemotingError, ServerError
@@ -36,7 +37,7 @@ NOT_CONSUME_YET = "NOT_CONSUME_YET"
 UNKNOWN = "UNKNOWN"
 
 
-class AdminClient(TopicAdmin, GroupAdmin, MessageAdmin, BrokerAdmin):
+class AdminClient(TopicAdmin, GroupAdmin, MessageAdmin, BrokerAdmin, TraceAdmin):
     """Every admin operation, over one connection per server (made on first use).
 
     ``AdminClient(namesrv_addr=None, *, timeout=5.0)``: ``namesrv_addr`` is ``"host:port;host:port"``

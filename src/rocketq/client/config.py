@@ -98,6 +98,10 @@ class ClientConfig:
     decode_read_body: bool = True
     decode_decompress_body: bool = True
     language: LanguageCode = LanguageCode.PYTHON
+    # Message trace (docs/trace.md): producers and consumers write RocketMQ's trace records to
+    # trace_topic (None: RMQ_SYS_TRACE_TOPIC); Java's enableMsgTrace / customizedTraceTopic.
+    enable_trace: bool = False
+    trace_topic: str | None = None
 
     def resolved_instance_name(self) -> str:
         if self.instance_name == DEFAULT_INSTANCE_NAME:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from rocketq.cli.admin import cluster, group, maintenance, message, namesrv, queue, topic
+from rocketq.cli.admin import cluster, group, maintenance, message, namesrv, queue, topic, trace
 from rocketq.cli.admin._common import Handler, Result
 from rocketq.cli.errors import CliError, UsageError
 from rocketq.errors import (
@@ -34,7 +34,7 @@ from rocketq.errors import (
 
 __all__ = ["add_command", "run"]
 
-FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv)
+FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv, trace)
 DEFAULT_TIMEOUT = 5.0
 # Wide enough for offset tables when stdout is a pipe or a file (rich would assume 80 columns).
 PIPE_WIDTH = 200

@@ -39,6 +39,8 @@ from rocketq.client.message import PullStatus
 from rocketq.client.offset_store import ReadOffsetType
 from rocketq.client.rebalance.allocate import allocate_strategy
 from rocketq.client.rebalance.impl import RebalanceLitePullImpl, broker_addr_for_admin
+from rocketq.client.trace.attach import start_consumer_trace
+from rocketq.client.trace.hooks import ConsumeMessageTraceHook
 from rocketq.codec.bodies import ConsumeType, MessageModel, MessageQueue, SubscriptionData
 from rocketq.codec.message import MessageExt
 from rocketq.errors import InvalidArgument, MQClientError, PullFailed, ServiceStateError
@@ -92,6 +94,7 @@ class LitePullConsumer(ConsumerInner):
         self._waiter: asyncio.Future[None] | None = None
         self._next_auto_commit = 0.0
         self._auto_commit_task: asyncio.Task[None] | None = None
+        self._trace_hook: ConsumeMessageTraceHook | None = None
 
     # -- what to read ------------------------------------------------------------------------------
 
@@ -183,6 +186,8 @@ class LitePullConsumer(ConsumerInner):
         self._next_auto_commit = time.monotonic() + cfg.auto_commit_interval_millis / 1000.0
         self._auto_commit_task = asyncio.get_running_loop().create_task(self._auto_commit_loop())
         log.info("the consumer [%s] start OK", self.consumer_group)
+        if cfg.enable_trace:
+            self._trace_hook = await start_consumer_trace(self.consumer_group, cfg)
         if self.subscription_type is SubscriptionType.ASSIGN:
             self._update_assigned(None, self._assign_request)
         await self._join()
@@ -204,6 +209,8 @@ class LitePullConsumer(ConsumerInner):
         if self.auto_commit:
             self._commit_consumed()
         await self._persist_at_shutdown(self._assigned)
+        if self._trace_hook is not None:
+            await self._trace_hook.dispatcher.shutdown()
         await self._leave()
         for state in self._assigned.values():
             state.process_queue.dropped = True
@@ -407,6 +414,8 @@ class LitePullConsumer(ConsumerInner):
                 if self.config.namespace:
                     strip = self.config.without_namespace
                     msgs = [dataclasses.replace(m, topic=strip(m.topic)) for m in msgs]
+                if self._trace_hook is not None:
+                    self._trace_hook.polled(self.consumer_group, state.message_queue, msgs)
                 return msgs
             failure = self._pull_failure
             if failure is not None:

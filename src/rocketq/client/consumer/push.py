@@ -42,6 +42,8 @@ from rocketq.client.consumer.types import ConsumeMessageHook, PushConsumerConfig
 from rocketq.client.message import PullStatus
 from rocketq.client.rebalance.allocate import allocate_strategy
 from rocketq.client.rebalance.impl import HAND_OVER_WAIT, RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl
+from rocketq.client.trace.attach import start_consumer_trace
+from rocketq.client.trace.hooks import ConsumeMessageTraceHook
 from rocketq.codec.bodies import ConsumeType, MessageModel, MessageQueue
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.message import MessageExt
@@ -86,6 +88,7 @@ class PushConsumer(ConsumerInner):
         super().__init__(PushConsumerConfig, consumer_group, namesrv_addr, config, config_base, fields)
         cfg = self.config
         self.hooks: list[ConsumeMessageHook] = []
+        self._trace_hook: ConsumeMessageTraceHook | None = None
         self.listener: Any = None
         self.consume_orderly = False
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
@@ -227,6 +230,10 @@ class PushConsumer(ConsumerInner):
             cfg.message_model.name,
             cfg.unit_mode,
         )
+        if cfg.enable_trace:
+            self._trace_hook = await start_consumer_trace(self.consumer_group, cfg)
+            if self._trace_hook is not None:
+                self.register_consume_message_hook(self._trace_hook)
         await self._join()
         client.rebalance_immediately()
 
@@ -258,6 +265,8 @@ class PushConsumer(ConsumerInner):
                 pq.handing_over = False
         if self.consume_orderly and self.config.message_model is MessageModel.CLUSTERING:
             await self.rebalance_impl.unlock_all(oneway=False)
+        if self._trace_hook is not None:
+            await self._trace_hook.dispatcher.shutdown()
         await self._leave()
         self.rebalance_impl.destroy()
         log.info("the consumer [%s] shutdown OK", self.consumer_group)

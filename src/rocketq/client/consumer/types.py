@@ -92,6 +92,8 @@ class ConsumeMessageContext:
     status: str = ""
     props: dict[str, str] = field(default_factory=dict)
     namespace: str | None = None
+    # What a hook keeps from before to after (the trace hook's SubBefore context).
+    mq_trace_context: Any = None
 
 
 @runtime_checkable

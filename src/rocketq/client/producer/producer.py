@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocketq.client.api import vip_address
 from rocketq.client.config import ClientConfig, ServiceState
@@ -47,6 +47,9 @@ from rocketq.errors import (
     ServiceStateError,
 )
 from rocketq.remoting import Channel
+
+if TYPE_CHECKING:
+    from rocketq.client.trace.hooks import SendTraceHook
 
 __all__ = ["Producer", "SendCallback"]
 
@@ -108,6 +111,7 @@ class Producer:
         self._max_size = config.max_message_size
         self._timeout = config.send_msg_timeout / 1000.0
         self._instance: MQClientInstance | None = None
+        self.trace: SendTraceHook | None = None  # enable_trace: sees every send (client/trace/)
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # bound at start
 
     def __repr__(self) -> str:
@@ -161,6 +165,10 @@ class Producer:
             raise
         self.service_state = ServiceState.RUNNING
         await instance.send_heartbeat_to_all_brokers()
+        if self.config.enable_trace:
+            from rocketq.client.trace.attach import start_producer_trace  # the trace imports us
+
+            self.trace = await start_producer_trace(self)
         log.info("the producer [%s] start OK. sendMessageWithVIPChannel=%s", self.group, self.vip)
 
     async def start_inner(self, instance: MQClientInstance) -> None:
@@ -177,6 +185,8 @@ class Producer:
             self.service_state = ServiceState.SHUTDOWN_ALREADY
             return
         self.service_state = ServiceState.SHUTDOWN_ALREADY
+        if self.trace is not None:
+            await self.trace.dispatcher.shutdown()
         instance = self.instance
         await instance.unregister_producer(self._group_wire)
         if self.config.producer_group != CLIENT_INNER_PRODUCER_GROUP:
@@ -395,6 +405,8 @@ class Producer:
         target = None
         if selector is not None or queue is not None or oneway:
             target = SendTarget(msg, selector, arg, queue, oneway)
+        if self.trace is not None and not oneway:
+            self.trace.watch(prep, msg, fut)
         SendCall(self, prep, fut, self._timeout if timeout is None else timeout, times, target).run()
         return fut
 
