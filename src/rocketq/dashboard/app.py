@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from rocketq.admin import AdminClient
-from rocketq.dashboard import broker, dlq, manage, pages, producers
+from rocketq.dashboard import broker, dlq, manage, pages, producers, trace
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, TPS_CHART_PATH, TPS_JS, page
 from rocketq.errors import (
     InvalidArgument,
@@ -199,6 +199,10 @@ async def _messages(request: web.Request, admin: AdminClient) -> str:
     return await pages.messages_page(admin, dict(request.query))
 
 
+async def _trace(request: web.Request, admin: AdminClient) -> str:
+    return await trace.trace_page(admin, dict(request.query))
+
+
 async def _send(request: web.Request, admin: AdminClient) -> str:
     return await pages.send_message(admin, await _form(request))
 
@@ -231,6 +235,7 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_post("/dlq/consume", _page("Dead letters", _dlq_consume))
     app.router.add_post("/messages/consume", _page("Messages", _messages_consume))
     app.router.add_get("/messages", _page("Messages", _messages))
+    app.router.add_get("/trace", _page("Message trace", _trace))
     app.router.add_post("/send", _page("Send a message", _send))
     app.router.add_post("/reset", _page("Reset offset", _reset))
     app.router.add_get("/api/group", _api(pages.group_json))

@@ -499,5 +499,6 @@ def _message_html(msg: MessageExt, tracks: list[dict[str, Any]], clients: Mappin
         + "<h3>Consume status</h3>"
         + table(["group", "status", "online", "error"], track_rows)
         + _consume_forms(msg, clients)
+        + f'<p class="trace-link">{link("Message trace", "/trace", id=msg.msg_id)}</p>'
         + "</section>"
     )

@@ -83,7 +83,7 @@ def tps_cell(raw: object) -> Raw:
 
 
 _NAV = (("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Consumer groups"), ("/producers", "Producers"),
-        ("/messages", "Messages"))
+        ("/messages", "Messages"), ("/trace", "Trace"))
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}
