@@ -5,10 +5,12 @@ API speaks plain names while the broker stores ``ns%topic``, and a failed messag
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.harness import SMALL_STORE, Cluster, module_cluster, unique_name, wait_until
+from tests.harness import SMALL_STORE, Cluster, module_cluster, run_process, unique_name, wait_until
 
 from rocketq.admin import AdminClient
 from rocketq.aio import LitePullConsumer, Producer, PushConsumer
@@ -16,6 +18,8 @@ from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message, MessageExt
 
 pytestmark = [pytest.mark.timeout(120)]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 FAST_LEVELS = " ".join(["1s"] * 18)
 cluster = module_cluster("namespace", *SMALL_STORE, "--set", f"messageDelayLevel={FAST_LEVELS}")
@@ -118,3 +122,10 @@ async def test_retry_and_dlq_carry_the_namespace_on_the_wire(cluster: Cluster) -
             assert dead.properties.get("RETRY_TOPIC") == f"nsr%{topic}"
     finally:
         await consumer.shutdown()
+
+
+def test_the_example_runs(cluster: Cluster) -> None:
+    run = run_process([sys.executable, str(EXAMPLES / "namespace.py"), "--namesrv", cluster.namesrv,
+                       "--topic", unique_name("NsEx")], timeout=100)
+    assert run.returncode == 0, run.describe()
+    assert "team-a received" in run.stdout and "team-b received" in run.stdout

@@ -7,10 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.harness import SMALL_STORE, AdminRun, Cluster, module_cluster, unique_name, wait_until
+from tests.harness import (
+    SMALL_STORE,
+    AdminRun,
+    Cluster,
+    module_cluster,
+    run_process,
+    unique_name,
+    wait_until,
+)
 
 import rocketq
 from rocketq.admin import AdminClient
@@ -21,6 +31,8 @@ from rocketq.client.message import Message, MessageExt, SendStatus
 from rocketq.client.trace import RMQ_SYS_TRACE_TOPIC, TraceType, decode_traces
 
 pytestmark = [pytest.mark.timeout(120)]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 cluster = module_cluster("trace", *SMALL_STORE)
 FIRST = "CONSUME_FROM_FIRST_OFFSET"
@@ -140,3 +152,10 @@ async def test_trace_topic_outage_costs_the_sends_nothing(cluster: Cluster,
         assert all(r.status is SendStatus.SEND_OK for r in more)
     dropped = [r for r in caplog.records if "trace records dropped" in r.getMessage()]
     assert 1 <= len(dropped) <= 3  # rate-limited: one line per interval, not one per record
+
+
+def test_the_example_runs(cluster: Cluster) -> None:
+    run = run_process([sys.executable, str(EXAMPLES / "trace.py"), "--namesrv", cluster.namesrv,
+                       "--topic", unique_name("TrEx"), "--group", unique_name("TrExG")], timeout=100)
+    assert run.returncode == 0, run.describe()
+    assert "SubAfter" in run.stdout and "Pub" in run.stdout

@@ -115,11 +115,12 @@ def _record(*fields: object) -> str:
 def encode_trace(ctx: TraceContext) -> str:
     """The record(s) of one context, as encoderFromContextBean writes them (LOCAL access channel)."""
     t = ctx.trace_type
-    if t is TraceType.Pub:
+    if t is TraceType.Pub:  # one per traced send: written out directly, the hot case
         b = ctx.beans[0]
-        return _record(t.value, ctx.timestamp, ctx.region_id, ctx.group_name, b.topic, b.msg_id, b.tags,
-                       b.keys, b.store_host, b.body_length, ctx.cost_time, int(b.msg_type), b.offset_msg_id,
-                       ctx.success)
+        return (f"Pub\x01{ctx.timestamp}\x01{_s(ctx.region_id)}\x01{ctx.group_name}\x01{_s(b.topic)}\x01"
+                f"{b.msg_id}\x01{_s(b.tags)}\x01{_s(b.keys)}\x01{b.store_host}\x01{b.body_length}\x01"
+                f"{ctx.cost_time}\x01{int(b.msg_type)}\x01{_s(b.offset_msg_id)}\x01"
+                f"{'true' if ctx.success else 'false'}\x02")
     if t is TraceType.SubBefore:
         return "".join(_record(t.value, ctx.timestamp, ctx.region_id, ctx.group_name, ctx.request_id,
                                b.msg_id, b.retry_times, b.keys) for b in ctx.beans)

@@ -33,10 +33,14 @@ log = logging.getLogger("rocketq.client.trace")
 
 RMQ_SYS_TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
 GROUP_NAME_PREFIX: Final = "_INNER_TRACE_PRODUCER"
-QUEUE_SIZE: Final = 1024  # contexts waiting to be encoded (traceContextQueue)
+# Contexts waiting to be encoded. Java's traceContextQueue holds 1024, drained by a thread that
+# never sleeps while it has work; here one response frame can complete a thousand sends within a
+# single loop iteration, before the early drain runs, so the bound is larger.
+QUEUE_SIZE: Final = 4096
 MAX_MSG_SIZE: Final = 128_000
 SEGMENT_LIMIT: Final = MAX_MSG_SIZE - 10_000
 POLL_INTERVAL: Final = 0.1  # s
+DRAIN_EARLY: Final = 256
 WAIT_THRESHOLD: Final = 0.5  # s: the oldest record of a segment waits no longer
 MAX_IN_FLIGHT: Final = 64  # trace messages being sent at once
 SEND_TIMEOUT_MS: Final = 5_000
@@ -67,6 +71,8 @@ class AsyncTraceDispatcher:
         self._segments: dict[str, _Segment] = {}
         self._producer: Producer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drain_scheduled = False
         self._in_flight = 0
         self._stopped = False
         self.discarded = 0  # contexts and records never written (queue full, send failed)
@@ -90,7 +96,8 @@ class AsyncTraceDispatcher:
             send_msg_timeout=SEND_TIMEOUT_MS, max_message_size=MAX_MSG_SIZE, vip_channel_enabled=False,
         )
         await self._producer.start()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"trace-{group}")
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._run(), name=f"trace-{group}")
 
     async def shutdown(self, flush_timeout: float = 0.5) -> None:
         """Write what is queued (for at most ``flush_timeout`` s), then stop."""
@@ -121,7 +128,22 @@ class AsyncTraceDispatcher:
             self._dropped(1, "trace buffer full")
             return False
         self._queue.append(ctx)  # deque.append is atomic: safe from consume threads
+        # Under load the 100 ms tick would let the queue overflow: drain early (Java's worker
+        # polls the queue continuously). One wake-up at a time, from any thread.
+        if len(self._queue) >= DRAIN_EARLY and not self._drain_scheduled and self._loop is not None:
+            self._drain_scheduled = True
+            try:
+                self._loop.call_soon_threadsafe(self._drain_now)
+            except RuntimeError:  # the loop closed under a late consume thread
+                self._drain_scheduled = False
         return True
+
+    def _drain_now(self) -> None:
+        self._drain_scheduled = False
+        try:
+            self._drain()
+        except Exception:
+            log.exception("trace dispatcher step failed")
 
     # -- the worker --------------------------------------------------------------------------------
 
