@@ -159,3 +159,13 @@ def test_the_example_runs(cluster: Cluster) -> None:
                        "--topic", unique_name("TrEx"), "--group", unique_name("TrExG")], timeout=100)
     assert run.returncode == 0, run.describe()
     assert "SubAfter" in run.stdout and "Pub" in run.stdout
+
+
+async def test_traces_of_a_namespaced_client_name_plain_topics(cluster: Cluster) -> None:
+    topic, pgroup = unique_name("TrN"), unique_name("TrNP")
+    async with Producer(pgroup, namesrv_addr=cluster.namesrv, namespace="nst", enable_trace=True) as p:
+        sent = await p.send(Message(topic, b"ns"))
+    async with AdminClient(cluster.namesrv) as admin:
+        [pub] = await _views(admin, sent.msg_id, {"Pub"})  # in the shared, unwrapped trace topic
+        assert (pub.topic, pub.group_name) == (topic, pgroup)
+        assert f"nst%{topic}" in await admin.fetch_all_topic_list()
