@@ -25,6 +25,16 @@ READY_RE = re.compile(r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def git_commit() -> str:
+    """The commit a figure measures (``git describe --always --dirty`` of this checkout)."""
+    try:
+        out = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "describe", "--always",
+                              "--dirty"], capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def rocketq_command() -> list[str]:
     script = Path(sys.executable).with_name("rocketq")
     if script.exists():

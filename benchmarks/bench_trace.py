@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,21 +22,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import rocketq.aio
-from benchmarks._cluster import BrokerProcess
+from benchmarks._cluster import BrokerProcess, git_commit
 from rocketq import Message
 
-ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "BenchTrace"
 IN_FLIGHT = 1_000
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 async def _phase(namesrv: str, n: int, body: bytes, trace: bool, tag: str) -> tuple[float, int, int]:
@@ -78,7 +67,8 @@ def run(messages: int = 20_000, rounds: int = 2, body_size: int = 128) -> dict[s
             trace_msgs += sent
             dropped += lost
     best_off, best_on = max(off), max(on)
-    print(f"commit={_commit()} messages={messages} body={body_size}B rounds={rounds} in_flight={IN_FLIGHT}")
+    print(f"commit={git_commit()} messages={messages} body={body_size}B rounds={rounds} "
+          f"in_flight={IN_FLIGHT}")
     print(f"trace off: {', '.join(f'{x:,.0f}' for x in off)} msgs/s (best {best_off:,.0f})")
     print(f"trace on : {', '.join(f'{x:,.0f}' for x in on)} msgs/s (best {best_on:,.0f})")
     print(f"on/off   : {best_on / best_off:.2f}; trace messages written {trace_msgs:,}, "
