@@ -169,3 +169,17 @@ async def test_traces_of_a_namespaced_client_name_plain_topics(cluster: Cluster)
         [pub] = await _views(admin, sent.msg_id, {"Pub"})  # in the shared, unwrapped trace topic
         assert (pub.topic, pub.group_name) == (topic, pgroup)
         assert f"nst%{topic}" in await admin.fetch_all_topic_list()
+
+
+async def test_a_compressed_batch_of_traces_is_found(cluster: Cluster) -> None:
+    # 200 sends in one go: their Pub records travel in one trace message over 4 KB, which the trace
+    # producer compresses like any other body.
+    topic = unique_name("TrZ")
+    async with Producer(unique_name("TrZP"), namesrv_addr=cluster.namesrv, enable_trace=True) as p:
+        results = await asyncio.gather(*(p.send(Message(topic, b"z", keys=f"key-{i}")) for i in range(200)))
+    async with AdminClient(cluster.namesrv) as admin:
+        for r in (results[0], results[-1]):
+            [pub] = await _views(admin, r.msg_id, {"Pub"})
+            assert pub.topic == topic
+        [trace_msg, *_] = await admin.query_message(RMQ_SYS_TRACE_TOPIC, results[0].msg_id)
+        assert trace_msg.sys_flag & 0x1 and len(trace_msg.body) > 4096  # stored compressed, read inflated

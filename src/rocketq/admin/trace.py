@@ -3,7 +3,6 @@ TraceView): the trace messages whose keys name a message id, decoded, one view p
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 from rocketq.admin._base import AdminBase
@@ -13,8 +12,6 @@ from rocketq.errors import RocketQError
 
 __all__ = ["TraceAdmin", "TraceView", "trace_views"]
 
-# A trace body the producer compressed (over compressMsgBodyOverHowmuch) carries this sysFlag bit.
-_COMPRESSED_FLAG = 0x1
 MAX_TRACE_MESSAGES = 64  # what queryMsgTraceById asks the index for
 
 
@@ -39,21 +36,12 @@ class TraceView:
     transaction_state: str | None = None
 
 
-def _body_text(msg: MessageExt) -> str:
-    body = msg.body
-    if msg.sys_flag & _COMPRESSED_FLAG:
-        try:
-            body = zlib.decompress(body)
-        except zlib.error:
-            pass  # the pull path may have decompressed it already
-    return body.decode("utf-8", "replace")
-
-
 def trace_views(msg_id: str, trace_msg: MessageExt) -> list[TraceView]:
-    """The records of ``trace_msg`` about ``msg_id`` (TraceView.decodeFromTraceTransData)."""
+    """The records of ``trace_msg`` (its body inflated, as every lookup hands it out) about
+    ``msg_id`` (TraceView.decodeFromTraceTransData)."""
     host = f"{trace_msg.born_host[0]}:{trace_msg.born_host[1]}"
     views = []
-    for ctx in decode_traces(_body_text(trace_msg)):
+    for ctx in decode_traces(trace_msg.body.decode("utf-8", "replace")):
         bean = ctx.beans[0]
         if bean.msg_id != msg_id:
             continue
