@@ -30,6 +30,7 @@ __all__ = [
     "TraceContext",
     "TraceType",
     "decode_traces",
+    "encode_pub",
     "encode_trace",
     "trace_keys",
 ]
@@ -112,15 +113,24 @@ def _record(*fields: object) -> str:
     return CONTENT_SPLITOR.join(map(_s, fields)) + FIELD_SPLITOR
 
 
+def encode_pub(timestamp: int, region_id: str | None, group: str, topic: str | None, msg_id: str,
+               tags: str | None, keys: str | None, store_host: str, body_length: int, cost_time: int,
+               msg_type: int, offset_msg_id: str | None, success: bool) -> str:
+    """A Pub record from plain values: one per traced send, so the send hook writes it without
+    building a TraceContext first."""
+    return (f"Pub\x01{timestamp}\x01{_s(region_id)}\x01{group}\x01{_s(topic)}\x01{msg_id}\x01{_s(tags)}\x01"
+            f"{_s(keys)}\x01{store_host}\x01{body_length}\x01{cost_time}\x01{msg_type}\x01"
+            f"{_s(offset_msg_id)}\x01{'true' if success else 'false'}\x02")
+
+
 def encode_trace(ctx: TraceContext) -> str:
     """The record(s) of one context, as encoderFromContextBean writes them (LOCAL access channel)."""
     t = ctx.trace_type
-    if t is TraceType.Pub:  # one per traced send: written out directly, the hot case
+    if t is TraceType.Pub:
         b = ctx.beans[0]
-        return (f"Pub\x01{ctx.timestamp}\x01{_s(ctx.region_id)}\x01{ctx.group_name}\x01{_s(b.topic)}\x01"
-                f"{b.msg_id}\x01{_s(b.tags)}\x01{_s(b.keys)}\x01{b.store_host}\x01{b.body_length}\x01"
-                f"{ctx.cost_time}\x01{int(b.msg_type)}\x01{_s(b.offset_msg_id)}\x01"
-                f"{'true' if ctx.success else 'false'}\x02")
+        return encode_pub(ctx.timestamp, ctx.region_id, ctx.group_name, b.topic, b.msg_id, b.tags, b.keys,
+                          b.store_host, b.body_length, ctx.cost_time, int(b.msg_type), b.offset_msg_id,
+                          ctx.success)
     if t is TraceType.SubBefore:
         return "".join(_record(t.value, ctx.timestamp, ctx.region_id, ctx.group_name, ctx.request_id,
                                b.msg_id, b.retry_times, b.keys) for b in ctx.beans)

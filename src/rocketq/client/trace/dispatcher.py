@@ -67,7 +67,8 @@ class AsyncTraceDispatcher:
         self.kind = kind  # "PRODUCE" / "CONSUME", as Java's TraceDispatcher.Type
         self.trace_topic = trace_topic or RMQ_SYS_TRACE_TOPIC
         self._host_config = host_config
-        self._queue: collections.deque[TraceContext] = collections.deque()
+        # Contexts, or records already encoded with their keys (the send hook's Pub records).
+        self._queue: collections.deque[TraceContext | tuple[str, list[str]]] = collections.deque()
         self._segments: dict[str, _Segment] = {}
         self._producer: Producer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -124,6 +125,13 @@ class AsyncTraceDispatcher:
 
     def append(self, ctx: TraceContext) -> bool:
         """Queue ``ctx``; False (and counted) when the queue is full or the dispatcher stopped."""
+        return self._put(ctx)
+
+    def append_record(self, record: str, keys: list[str]) -> bool:
+        """Queue one encoded record and the keys its trace message must carry."""
+        return self._put((record, keys))
+
+    def _put(self, ctx: TraceContext | tuple[str, list[str]]) -> bool:
         if self._stopped or len(self._queue) >= QUEUE_SIZE:
             self._dropped(1, "trace buffer full")
             return False
@@ -163,17 +171,20 @@ class AsyncTraceDispatcher:
         queue = self._queue
         topic = self.trace_topic
         while queue:
-            ctx = queue.popleft()
-            if not ctx.beans:
+            item = queue.popleft()
+            if isinstance(item, tuple):
+                text, keys = item
+            elif item.beans:
+                text, keys = encode_trace(item), trace_keys(item)
+            else:
                 continue
             seg = self._segments.get(topic)
             if seg is None:
                 seg = self._segments[topic] = _Segment()
             if not seg.data:
                 seg.first_at = time.monotonic()
-            text = encode_trace(ctx)
             seg.data.append(text)
-            seg.keys.extend(trace_keys(ctx))
+            seg.keys.extend(keys)
             seg.size += len(text)
             if seg.size >= SEGMENT_LIMIT:
                 self._send_segment(topic)

@@ -20,6 +20,7 @@ from rocketq.client.trace.codec import (
     TraceBean,
     TraceContext,
     TraceType,
+    encode_pub,
 )
 from rocketq.client.trace.dispatcher import AsyncTraceDispatcher
 from rocketq.codec.message import MessageExt
@@ -77,22 +78,15 @@ class SendTraceHook:
         result = fut.result()
         if not isinstance(result, SendResult) or result.region_id is None or not result.trace_on:
             return
-        cost = _now_ms() - started
-        bean = TraceBean(
-            topic=strip_namespace(prep.topic),
-            msg_id=result.msg_id,
-            offset_msg_id=result.offset_msg_id,
-            tags=msg.tags if msg is not None and msg.tags else None,
-            keys=_keys(msg.keys) if msg is not None and msg.keys else None,
-            store_host=self._broker_addr(result.message_queue.broker_name) or "",
-            store_time=started + cost // 2,
-            body_length=len(prep.body),
-            msg_type=message_type(msg),
+        keys = _keys(msg.keys) if msg is not None and msg.keys else None
+        msg_id = result.msg_id
+        record = encode_pub(
+            started, result.region_id, self.group, strip_namespace(prep.topic), msg_id,
+            msg.tags if msg is not None and msg.tags else None, keys,
+            self._broker_addr(result.message_queue.broker_name) or "", len(prep.body), _now_ms() - started,
+            message_type(msg), result.offset_msg_id, result.status is SendStatus.SEND_OK,
         )
-        self.dispatcher.append(TraceContext(
-            TraceType.Pub, started, result.region_id, self.group, cost_time=cost,
-            success=result.status is SendStatus.SEND_OK, beans=(bean,),
-        ))
+        self.dispatcher.append_record(record, [msg_id, *keys.split(" ")] if keys else [msg_id])
 
 
 class ConsumeMessageTraceHook:
