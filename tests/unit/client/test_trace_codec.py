@@ -122,3 +122,38 @@ def test_a_batch_body_is_the_records_back_to_back() -> None:
     assert [c.trace_type.value for c in decode_traces(body)] == [
         "Pub", "SubBefore", "SubBefore", "SubAfter", "EndTransaction"]
     assert unique_keys(["a", "b", "a", "", "c"]) == "a b c"
+
+
+# Printed by RocketMQ 4.9.8's own TraceDataEncoder.encoderFromContextBean (its classes compiled from
+# the release source, run once with these values): null tags/keys, two-message batches, a rollback.
+JAVA_ENCODER_OUTPUT = {
+    "pub": "Pub\x011700000000123\x01DefaultRegion\x01PG\x01T\x01MID1\x01null\x01null\x01127.0.0.1:10911"
+           "\x015\x017\x013\x01OFF1\x01true\x02",
+    "sub_before": "SubBefore\x011700000000123\x01R1\x01CG\x01REQ1\x01M1\x012\x01k1 k2\x02"
+                  "SubBefore\x011700000000123\x01R1\x01CG\x01REQ1\x01M2\x010\x01null\x02",
+    "sub_after": "SubAfter\x01REQ1\x01M1\x014\x01false\x01k1 k2\x012\x011700000000132\x01CG\x02"
+                 "SubAfter\x01REQ1\x01M2\x014\x01false\x01null\x012\x011700000000132\x01CG\x02",
+    "end_tx": "EndTransaction\x011700000000123\x01DefaultRegion\x01TXG\x01T\x01MID2\x01tg\x01k"
+              "\x01127.0.0.1:10911\x012\x01TID\x01ROLLBACK_MESSAGE\x01true\x02",
+}
+
+
+def test_same_text_as_the_java_encoder() -> None:
+    t = 1_700_000_000_123
+    b1, b2 = TraceBean(msg_id="M1", retry_times=2, keys="k1 k2"), TraceBean(msg_id="M2", keys=None)
+    ours = {
+        "pub": TraceContext(TraceType.Pub, t, "DefaultRegion", "PG", cost_time=7, beans=(TraceBean(
+            topic="T", msg_id="MID1", tags=None, keys=None, store_host="127.0.0.1:10911", body_length=5,
+            msg_type=MessageType.Delay_Msg, offset_msg_id="OFF1"),)),
+        "sub_before": TraceContext(TraceType.SubBefore, t, "R1", "CG", request_id="REQ1", beans=(b1, b2)),
+        "sub_after": TraceContext(TraceType.SubAfter, t + 9, "", "CG", cost_time=4, success=False,
+                                  request_id="REQ1", context_code=2, beans=(b1, b2)),
+        "end_tx": TraceContext(TraceType.EndTransaction, t, "DefaultRegion", "TXG", beans=(TraceBean(
+            topic="T", msg_id="MID2", tags="tg", keys="k", store_host="127.0.0.1:10911",
+            msg_type=MessageType.Trans_msg_Commit, transaction_id="TID", transaction_state="ROLLBACK_MESSAGE",
+            from_transaction_check=True),)),
+    }
+    for name, ctx in ours.items():
+        assert encode_trace(ctx) == JAVA_ENCODER_OUTPUT[name], name
+        decoded = decode_traces(JAVA_ENCODER_OUTPUT[name])
+        assert "".join(encode_trace(c) for c in decoded) == JAVA_ENCODER_OUTPUT[name], name
