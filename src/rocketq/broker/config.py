@@ -17,7 +17,6 @@ __all__ = ["BrokerConfig"]
 
 _IDENTITY = "the broker's identity in routes, message ids and registrations"
 _AT_START = "the template topic is created at start"
-_NO_TRANSACTIONS = "rocketq has no transactional messages yet"
 _TIMER = "its timer starts with the broker"
 
 
@@ -55,7 +54,7 @@ class BrokerConfig:
     compressed_register: bool = runtime_updatable(False)
     force_register: bool = not_honoured(True, why="the broker always registers in full")
     flush_consumer_offset_interval: int = restart_required(5_000, why=_TIMER)
-    reject_transaction_message: bool = not_honoured(False, why=_NO_TRANSACTIONS)
+    reject_transaction_message: bool = runtime_updatable(False)
     long_polling_enable: bool = runtime_updatable(True)
     short_polling_time_mills: int = runtime_updatable(1_000)
     notify_consumer_ids_changed_enable: bool = runtime_updatable(True)
@@ -66,9 +65,11 @@ class BrokerConfig:
     enable_property_filter: bool = runtime_updatable(False)
     filter_support_retry: bool = runtime_updatable(False)
     store_reply_message_enable: bool = runtime_updatable(True)
-    transaction_time_out: int = not_honoured(6_000, why=_NO_TRANSACTIONS)
-    transaction_check_max: int = not_honoured(15, why=_NO_TRANSACTIONS)
-    transaction_check_interval: int = not_honoured(30_000, why=_NO_TRANSACTIONS)
+    # Transactional messages (docs/transactions.md): a half message is checked once older than
+    # transactionTimeOut ms, at most transactionCheckMax times, a pass every transactionCheckInterval ms.
+    transaction_time_out: int = runtime_updatable(6_000)
+    transaction_check_max: int = runtime_updatable(15)
+    transaction_check_interval: int = runtime_updatable(60_000)
     revive_queue_num: int = not_honoured(8, why="rocketq has no pop consumption yet")
     default_query_max_num: int = runtime_updatable(32)
     # RocketMQ keeps brokerRole in MessageStoreConfig; it is here so that a stock broker.conf loads.
@@ -91,6 +92,8 @@ class BrokerConfig:
             raise invalid("brokerPermission", "must be a PermName bit set between 0 and 7")
         if self.default_topic_queue_nums <= 0:
             raise invalid("defaultTopicQueueNums", "must be > 0")
+        if self.transaction_check_interval <= 0:
+            raise invalid("transactionCheckInterval", "must be > 0 (ms)")
         if self.broker_role == "SLAVE":
             raise invalid("brokerRole", "SLAVE is not supported yet (rocketq has no replication)")
 

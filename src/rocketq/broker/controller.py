@@ -29,6 +29,7 @@ from rocketq.broker.schedule import ScheduleMessageService
 from rocketq.broker.stats import BrokerStats
 from rocketq.broker.subscription_manager import SubscriptionGroupManager
 from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TopicConfigManager
+from rocketq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
 from rocketq.codec.bodies import DataVersion
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
@@ -73,6 +74,8 @@ class BrokerController:
         self.hold_service = PullRequestHoldService(self)
         self.outer_api = BrokerOuterAPI(self)
         self.schedule_service: ScheduleMessageService | None = None
+        self.transaction_service = TransactionalMessageService(self)
+        self.transaction_check_service = TransactionalMessageCheckService(self, self.transaction_service)
         self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
         self.processors: BrokerProcessors | None = None  # built once the store is ready
         self.boot_timestamp = int(time.time() * 1000)
@@ -159,6 +162,7 @@ class BrokerController:
         self.server.register_default_processor(self._not_supported)
         if self.schedule_service is not None:
             await self.schedule_service.start()
+        await self.transaction_check_service.start()
         self.stats.sample()
         self._spawn(self._every(STATS_SAMPLE_INTERVAL, self.stats.sample))
         self._spawn(self._every(self.broker_config.flush_consumer_offset_interval / 1000,
@@ -193,6 +197,7 @@ class BrokerController:
         self._tasks.clear()
         await self._stop_metrics()
         await self.server.stop(0)
+        await self.transaction_check_service.shutdown()
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
         store = self.store
@@ -224,6 +229,7 @@ class BrokerController:
         await self._stop_metrics()
         await self.server.stop()
         self.hold_service.shutdown()
+        await self.transaction_check_service.shutdown()
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
         for manager in (self.topic_manager, self.offset_manager, self.subscription_manager):
@@ -349,6 +355,8 @@ class BrokerController:
         if self.processors is not None:
             self.processors.send.refresh_config()
         self.config_data_version = self.config_data_version.next_version()
+        if change.touches(BrokerConfig, "transaction_check_interval"):
+            self.transaction_check_service.wakeup()  # its current wait used the old interval
         if change.touches(BrokerConfig, "broker_permission"):
             self.topic_manager.next_version()
         if change.touches(BrokerConfig):

@@ -182,8 +182,6 @@ async def test_auto_create_off_answers_topic_not_exist(tmp_path: Path) -> None:
         ({"e": "99"}, ResponseCode.INVALID_PARAMETER, "queueId[99] is illegal"),
         ({"b": "SCHEDULE_TOPIC_XXXX"}, ResponseCode.NO_PERMISSION, "forbidden"),
         ({"b": "SELF_TEST_TOPIC"}, ResponseCode.NO_PERMISSION, "forbidden"),
-        ({"f": "4"}, ResponseCode.NO_PERMISSION, "transaction"),
-        ({"i": "TRAN_MSG\x01true\x02PGROUP\x01pg"}, ResponseCode.NO_PERMISSION, "transaction"),
         ({"i": "DELAY\x01abc"}, ResponseCode.MESSAGE_ILLEGAL, "DELAY"),
         ({"i": "TIMER_DELAY_SEC\x0110"}, ResponseCode.MESSAGE_ILLEGAL, "timer"),
     ],

@@ -20,9 +20,7 @@ CLASSES = [NamesrvConfig, BrokerConfig, MessageStoreConfig, RemotingServerConfig
 
 # The BrokerConfig fields no rocketq code reads: a stock broker.conf sets them, rocketq ignores them.
 BROKER_NOT_HONOURED = {
-    "force_register", "reject_transaction_message",
-    "transaction_time_out", "transaction_check_max",
-    "transaction_check_interval", "revive_queue_num",
+    "force_register", "revive_queue_num",
 }
 
 

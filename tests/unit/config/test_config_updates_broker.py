@@ -571,6 +571,63 @@ async def _store_reply_message_enable(c: Ctx) -> None:
     assert c.store.get_max_offset_in_queue(topic, 0) == 1
 
 
+async def _send_half(c: Ctx, topic: str) -> RemotingCommand:
+    props = message_properties(extra={"TRAN_MSG": "true", "PGROUP": "CfgTxPG"})
+    return await send_message(c.client, c.addr, topic, b"half", properties=props, producer_group="CfgTxPG")
+
+
+async def _count_checks(c: Ctx) -> list[RemotingCommand]:
+    """CHECK_TRANSACTION_STATE requests the broker sends to this client (registered as CfgTxPG)."""
+    checks: list[RemotingCommand] = []
+    c.client.register_processor(RequestCode.CHECK_TRANSACTION_STATE, lambda req, ch: checks.append(req))
+    assert (await heartbeat(c.client, c.addr, "cfg-tx@1", producer_groups=["CfgTxPG"])).code == 0
+    return checks
+
+
+@case("rejectTransactionMessage")
+async def _reject_transaction_message(c: Ctx) -> None:
+    assert (await _send_half(c, "CfgTx")).code == ResponseCode.SUCCESS
+    await c.update("rejectTransactionMessage", "true")
+    r = await _send_half(c, "CfgTx")
+    assert r.code == ResponseCode.NO_PERMISSION and "transaction message is forbidden" in (r.remark or "")
+
+
+@case("transactionTimeOut", broker={"transaction_time_out": 3_600_000})
+async def _transaction_time_out(c: Ctx) -> None:
+    checks = await _count_checks(c)
+    assert (await _send_half(c, "CfgTx")).code == ResponseCode.SUCCESS
+    await asyncio.sleep(0.01)
+    await c.broker.transaction_check_service.check_once()
+    await asyncio.sleep(0.1)
+    assert checks == []  # younger than an hour
+    await c.update("transactionTimeOut", 0)
+    await c.broker.transaction_check_service.check_once()
+    await wait_until(lambda: len(checks) == 1)
+
+
+@case("transactionCheckMax", broker={"transaction_time_out": 0})
+async def _transaction_check_max(c: Ctx) -> None:
+    assert (await _send_half(c, "CfgTx")).code == ResponseCode.SUCCESS
+    await asyncio.sleep(0.01)
+    service = c.broker.transaction_check_service
+    await service.check_once()
+    assert c.broker.transaction_service.discarded == 0
+    await c.update("transactionCheckMax", 1)
+    await asyncio.sleep(0.01)
+    await service.check_once()
+    assert c.broker.transaction_service.discarded == 1
+    assert c.store.get_max_offset_in_queue("TRANS_CHECK_MAX_TIME_TOPIC", 0) == 1
+
+
+@case("transactionCheckInterval", broker={"transaction_check_interval": 3_600_000})
+async def _transaction_check_interval(c: Ctx) -> None:
+    service = c.broker.transaction_check_service
+    await asyncio.sleep(0.3)
+    assert service.passes == 0
+    await c.update("transactionCheckInterval", 100)
+    await wait_until(lambda: service.passes >= 3, timeout=20)
+
+
 # -- the cases, run (after every case above has registered) -------------------------------------
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rocketq.broker.processors.admin_group import AdminGroupProcessor
     from rocketq.broker.processors.client_manage import ClientManageProcessor
     from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
+    from rocketq.broker.processors.end_transaction import EndTransactionProcessor
     from rocketq.broker.processors.pull import PullMessageProcessor
     from rocketq.broker.processors.query import QueryMessageProcessor
     from rocketq.broker.processors.reply import ReplyMessageProcessor
@@ -35,12 +36,7 @@ class BrokerProcessors:
     admin: AdminBrokerProcessor
     admin_group: AdminGroupProcessor
     reply: ReplyMessageProcessor
-
-
-def _end_transaction(request: RemotingCommand, channel: Any) -> RemotingCommand:
-    # Usually one-way (then nothing is sent back); prepared sends are refused up front anyway.
-    return request.make_response(ResponseCode.NO_PERMISSION,
-                                 "transaction messages are not supported by this broker yet")
+    end_transaction: EndTransactionProcessor
 
 
 def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) -> BrokerProcessors:
@@ -54,6 +50,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     from rocketq.broker.processors.admin_group import AdminGroupProcessor
     from rocketq.broker.processors.client_manage import ClientManageProcessor
     from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
+    from rocketq.broker.processors.end_transaction import EndTransactionProcessor
     from rocketq.broker.processors.pull import PullMessageProcessor
     from rocketq.broker.processors.query import QueryMessageProcessor
     from rocketq.broker.processors.reply import ReplyMessageProcessor
@@ -67,6 +64,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     admin = AdminBrokerProcessor(ctl)
     admin_group = AdminGroupProcessor(ctl)
     reply = ReplyMessageProcessor(ctl)
+    end_transaction = EndTransactionProcessor(ctl.transaction_service)
 
     table: list[tuple[int, Any]] = [
         # producers
@@ -74,7 +72,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         (C.SEND_MESSAGE_V2, send.process),
         (C.SEND_BATCH_MESSAGE, send.process),
         (C.CONSUMER_SEND_MSG_BACK, send.consumer_send_msg_back),
-        (C.END_TRANSACTION, _end_transaction),
+        (C.END_TRANSACTION, end_transaction.process),
         # request-reply: a replier's answer, pushed to the requester
         (C.SEND_REPLY_MESSAGE, reply.process),
         (C.SEND_REPLY_MESSAGE_V2, reply.process),
@@ -137,4 +135,4 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         table.append((C.GET_ALL_DELAY_OFFSET, get_all_delay_offset))
     for code, handler in table:
         register(int(code), handler)
-    return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group, reply)
+    return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group, reply, end_transaction)

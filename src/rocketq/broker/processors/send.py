@@ -28,7 +28,6 @@ from rocketq.broker.processors.send_wire import (
     P_DELAY,
     P_KEYS,
     P_TAGS,
-    P_TRAN,
     P_UNIQ,
     P_WAIT,
     TIMER_KEYS,
@@ -45,9 +44,11 @@ from rocketq.broker.topic_manager import (
     PERM_WRITE,
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
     check_send_allowed,
     check_topic_name,
 )
+from rocketq.broker.transaction.half import half_properties, is_transactional
 from rocketq.codec.bodies import TopicFilterType
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
@@ -57,7 +58,7 @@ from rocketq.codec.message import (
     encode_properties,
     tags_code,
 )
-from rocketq.codec.properties import append_encoded, append_properties, get_property
+from rocketq.codec.properties import MessageConst, append_encoded, append_properties, get_property, needle
 from rocketq.errors import (
     InvalidParameter,
     MessageIllegal,
@@ -70,6 +71,7 @@ from rocketq.errors import (
 from rocketq.remoting.endpoint import handles_runs
 from rocketq.store.commitlog import EncodedBatch
 from rocketq.store.model import (
+    ENTRY_PROPERTIES,
     ENTRY_QUEUE_ID,
     MessageToStore,
     PutMessageResult,
@@ -91,14 +93,12 @@ _from_ext_v1 = SendMessageRequestHeader.from_ext
 _from_ext_v2 = SendMessageRequestHeader.from_ext_v2
 
 _TRAN_MASK = MessageSysFlag.TRANSACTION_MASK
-_TRAN_PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _MULTI_TAGS = MessageSysFlag.MULTI_TAGS_FLAG
 _MULTI_TAG_TYPE = TopicFilterType.MULTI_TAG
 DLQ_NUMS_PER_GROUP = 1
 TOPIC_SYS_FLAG_UNIT = 0x1
 TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 APPLY_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
-TRANSACTION_NOT_SUPPORTED = "transaction messages are not supported by this broker yet"
 
 # Stored statuses answer with the send header fields; the others with a code and remark.
 _PUT_OK = PutMessageStatus.PUT_OK
@@ -135,6 +135,16 @@ _Stored = tuple[int, "RemotingCommand", int, int, int, str]
 _OK_EXT = b'{"msgId":"%b%016X","queueId":"%d","queueOffset":"%d",%b,"transactionId":"%b"}'
 
 
+
+
+_HALF = RMQ_SYS_TRANS_HALF_TOPIC
+_P_REAL_QID = needle(MessageConst.PROPERTY_REAL_QUEUE_ID)
+
+
+def _real_queue_id(entry: SingleEntry) -> int:
+    """The queue a half message's answer names: the producer's (REAL_QID), as RocketMQ answers."""
+    text = get_property(ENTRY_PROPERTIES(entry), _P_REAL_QID)
+    return int(text) if text and text.lstrip("-").isdigit() else 0
 
 
 def _parse_born_host(channel: Any) -> tuple[str, int]:
@@ -322,6 +332,16 @@ class SendMessageProcessor:
             raise SystemError_(f"topic[{dlq}] not exist")
         return dlq, self._rand.randrange(DLQ_NUMS_PER_GROUP)
 
+    def _half(self, topic: str, queue_id: int, props: str, sys_flag: int) -> tuple[str, int, str, int]:
+        """A transactional send becomes a half message (TransactionalMessageBridge.parseHalfMessageInner):
+        queue 0 of the half topic, REAL_TOPIC / REAL_QID appended, the transaction bits cleared."""
+        bc = self._ctl.broker_config
+        if bc.reject_transaction_message:
+            raise NoPermission(f"the broker[{bc.broker_ip1}] sending transaction message is forbidden")
+        if RMQ_SYS_TRANS_HALF_TOPIC not in self._topics:
+            self._ctl.transaction_service.bridge.half_topic_config()
+        return RMQ_SYS_TRANS_HALF_TOPIC, 0, half_properties(props, topic, queue_id), sys_flag & ~_TRAN_MASK
+
     # -- single message ------------------------------------------------------------------------------
 
     def _prepare_single(self, request: RemotingCommand, channel: Any, fields: SendFields,
@@ -340,9 +360,6 @@ class SendMessageProcessor:
         if len(body) > self._max_size:
             raise MessageIllegal(f"the message body size over max value, MAX: {self._max_size}")
         props = props_or_none or ""
-        if (sys_flag & _TRAN_MASK) == _TRAN_PREPARED or (
-                "TRAN_MSG" in props and (get_property(props, P_TRAN) or "").lower() == "true"):
-            raise NoPermission(TRANSACTION_NOT_SUPPORTED)
         if cfg.topic_filter_type is _MULTI_TAG_TYPE:
             sys_flag |= _MULTI_TAGS
         if topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -350,6 +367,9 @@ class SendMessageProcessor:
             if moved is not None:
                 topic, queue_id = moved
                 props = append_properties(props, ("DELAY", "-1"))
+        half = "TRAN_MSG" in props and is_transactional(props)
+        if half:
+            topic, queue_id, props, sys_flag = self._half(topic, queue_id, props, sys_flag)
         uniq = get_property(props, P_UNIQ) or ""
         tags = get_property(props, P_TAGS)
         keys = get_property(props, P_KEYS)
@@ -369,7 +389,7 @@ class SendMessageProcessor:
                     self._tags_codes[tags] = tcode
         else:
             tcode = 0
-        if P_DELAY in props:
+        if P_DELAY in props and not half:
             delay = get_property(props, P_DELAY)
             if delay is not None and delay != "0" and delay != "-1":
                 topic, queue_id, props, tcode = self._delay(topic, queue_id, props, delay)
@@ -396,11 +416,12 @@ class SendMessageProcessor:
         for (i, request, entry, wait, uniq), r in zip(lane, stored, strict=True):
             if type(r) is tuple:
                 phys, size, qoff = r
+                queue_id = ENTRY_QUEUE_ID(entry) if entry[0] is not _HALF else _real_queue_id(entry)
                 if wait and self._sync_flush:
-                    waiting.append((i, request, phys, qoff, ENTRY_QUEUE_ID(entry), uniq))
+                    waiting.append((i, request, phys, qoff, queue_id, uniq))
                     target = max(target, phys + size)
                 else:
-                    results[i] = ok(request, phys, qoff, ENTRY_QUEUE_ID(entry), uniq, 0)
+                    results[i] = ok(request, phys, qoff, queue_id, uniq, 0)
             else:
                 results[i] = self._failed_response(request, r)  # type: ignore[arg-type]
         if waiting:
@@ -491,8 +512,8 @@ class SendMessageProcessor:
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise MessageIllegal(f"batch request does not support retry group {topic}")
         sys_flag = h.sys_flag
-        if sys_flag & _TRAN_MASK:
-            raise NoPermission(TRANSACTION_NOT_SUPPORTED)
+        if sys_flag & _TRAN_MASK:  # CommitLog.asyncPutMessages: a batch cannot be transactional
+            return self._failed_response(request, PutMessageStatus.MESSAGE_ILLEGAL)
         if cfg.topic_filter_type is _MULTI_TAG_TYPE:
             sys_flag |= _MULTI_TAGS
         props = h.properties or ""
