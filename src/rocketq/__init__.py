@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "Producer": "rocketq.client.producer.sync",
     "PushConsumer": "rocketq.client.consumer.sync",
     "LitePullConsumer": "rocketq.client.consumer.sync",
+    "TransactionProducer": "rocketq.client.producer.transaction_sync",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "Producer": "rocketq.client.producer.producer",
     "PushConsumer": "rocketq.client.consumer.push",
     "LitePullConsumer": "rocketq.client.consumer.lite_pull",
+    "TransactionProducer": "rocketq.client.producer.transaction",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -4,7 +4,8 @@ NOTIFY_CONSUMER_IDS_CHANGED (a consumer joined or left a group: rebalance now), 
 sends on an admin's behalf: RESET_CONSUMER_CLIENT_OFFSET (``mqadmin resetOffsetByTime``),
 GET_CONSUMER_STATUS_FROM_CLIENT (``getConsumerStatus``), GET_CONSUMER_RUNNING_INFO
 (``consumerStatus``) and CONSUME_MESSAGE_DIRECTLY (``queryMsgById -g -d``), and
-PUSH_REPLY_MESSAGE_TO_CLIENT (the reply to a ``Producer.request``). Other broker -> client codes are
+PUSH_REPLY_MESSAGE_TO_CLIENT (the reply to a ``Producer.request``), CHECK_TRANSACTION_STATE (a
+broker asks a ``TransactionProducer`` about an open transaction). Other broker -> client codes are
 answered REQUEST_CODE_NOT_SUPPORTED by the transport.
 """
 
@@ -22,6 +23,7 @@ from rocketq.codec.bodies import ConsumerData, MessageQueue
 from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
+from rocketq.codec.headers import CheckTransactionStateRequestHeader
 from rocketq.codec.message import MessageExt, MessageSysFlag, decode_message, decompress_body
 from rocketq.codec.properties import MessageConst, decode_properties
 from rocketq.errors import ProtocolError
@@ -52,6 +54,8 @@ class ClientRemotingProcessor:
         client.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.consume_message_directly)
         # request-reply: a replier's answer, pushed by the broker
         client.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.receive_reply_message)
+        # transactions: the broker asks about a half message still open
+        client.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self.check_transaction_state)
 
     def notify_consumer_ids_changed(self, request: RemotingCommand, channel: Channel) -> None:
         log.info("receive broker's notification[%s], the consumer group: %s changed, rebalance immediately",
@@ -123,6 +127,26 @@ class ClientRemotingProcessor:
             log.warning("unknown err when receiveReplyMsg: %s", exc)
             return request.make_response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
         return request.make_response(ResponseCode.SUCCESS)
+
+    def check_transaction_state(self, request: RemotingCommand, channel: Channel) -> None:
+        """One-way: hand the half message to the producer of its group (PGROUP), which asks its
+        listener and answers with END_TRANSACTION (ClientRemotingProcessor.checkTransactionState)."""
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext(request.ext_fields)
+            msg, _ = decode_message(request.body_bytes())
+        except ProtocolError as exc:
+            log.warning("checkTransactionState, decode message failed: %s", exc)
+            return
+        group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)
+        if group is None:
+            log.warning("checkTransactionState, pick producer group failed")
+            return
+        producer = self.instance.producer_table.get(group)
+        check = getattr(producer, "check_transaction_state", None)
+        if check is None:
+            log.debug("checkTransactionState, pick producer by group[%s] failed", group)
+            return
+        check(channel, msg, header)
 
     def _basic_running_info(self, data: ConsumerData) -> bytes:
         instance = self.instance

@@ -299,6 +299,8 @@ class EndTransactionRequestHeader(CommandHeader):
     topic: str | None = None
     from_transaction_check: bool = False
     transaction_id: str | None = None
+    # RpcRequestHeader.bname, which a Java 4.9.8 producer sends too
+    broker_name: Annotated[str | None, Key("bname")] = None
 
 
 @header
