@@ -204,6 +204,7 @@ class CommitLog:
         props: Sequence[bytes],
         queue_offsets: Sequence[int],
         store_ts: int,
+        prepared: Sequence[int] | None = None,
     ) -> list[tuple[int, int, int]]:
         """Append records for a prefix of `entries` (each a message of its own, as `append_one`
         stores it) that fits the current segment, in one copy; returns (offset, size, queue
@@ -211,7 +212,8 @@ class CommitLog:
 
         Returns fewer than asked (possibly none) where the next record needs a new segment or
         space the disk may not have: the caller stores that one with `append_one`, which
-        handles both, and continues with the rest."""
+        handles both, and continues with the rest. `prepared` gives each record's
+        PREPAREDTRANSACTIONOFFSET (a committed transaction's half offset), 0 without it."""
         mf = self._cur
         if mf is None:
             return []
@@ -225,7 +227,8 @@ class CommitLog:
         add = parts.extend
         placed: list[tuple[int, int, int]] = []
         place = placed.append
-        for e, pb, qoff in zip(entries, props, queue_offsets, strict=True):
+        for e, pb, qoff, prep in zip(entries, props, queue_offsets, prepared or repeat(0, len(entries)),
+                                     strict=True):
             topic, queue_id, body, flag, _, _, _, sys_flag, born_ts, born_host, reconsume = e
             tp, magic = topic_parts.get(topic) or self.topic_part(topic)
             born, bits, st = born_cache.get(born_host) or self._born(born_host)
@@ -234,7 +237,7 @@ class CommitLog:
                 break
             add((st.pack(size, magic, _CRC(body) & 0x7FFFFFFF, queue_id, flag, qoff, base + pos,
                          (sys_flag & _HOST_BITS_CLEAR) | bits, born_ts, born, store_ts, store_host,
-                         reconsume, 0, len(body)),
+                         reconsume, prep, len(body)),
                  body, tp, _I16_PACK(len(pb)), pb))
             place((base + pos, size, qoff))
             pos += size

@@ -85,9 +85,11 @@ class MessageStore:
         """Store one message (page cache only; `put_message` adds the SYNC_FLUSH wait)."""
         return self.put.append_message(m)
 
-    def append_many(self, entries: Sequence[SingleEntry]) -> list[Placed | PutMessageStatus]:
-        """Store a run of one-message puts; per entry (offset, size, queue offset) or its refusal."""
-        return self.put.append_many(entries)
+    def append_many(self, entries: Sequence[SingleEntry], prepared: Sequence[int] | None = None
+                    ) -> list[Placed | PutMessageStatus]:
+        """Store a run of one-message puts; per entry (offset, size, queue offset) or its refusal.
+        ``prepared``: each entry's PREPAREDTRANSACTIONOFFSET (committed transactions), else 0."""
+        return self.put.append_many(entries, prepared)
 
     def append_messages(self, batch: MessageBatchToStore | EncodedBatch) -> PutMessageResult:
         """Store a batch with one append; consecutive queue offsets."""

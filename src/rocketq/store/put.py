@@ -200,7 +200,8 @@ class PutService:
         return put_result(PutMessageStatus.PUT_OK, phys, size, qoff, 1, store_ts, (phys,), self.msg_id_prefix)
 
     # ---- runs of one-message puts --------------------------------------------------------
-    def append_many(self, entries: Sequence[SingleEntry]) -> list[Placed | PutMessageStatus]:
+    def append_many(self, entries: Sequence[SingleEntry], prepared: Sequence[int] | None = None
+                    ) -> list[Placed | PutMessageStatus]:
         """Store several one-message puts, in order, exactly as `append_message` would store
         each (page cache only); per entry, (commit-log offset, record size, queue offset) or
         the status that refused it.
@@ -229,6 +230,7 @@ class PutService:
                     break
                 whole = k == 0 and len(todo) == n
                 run = entries if whole else [entries[i] for i in todo[k:]]
+                run_prepared = prepared if whole or prepared is None else [prepared[i] for i in todo[k:]]
                 try:
                     queues, qoffs = self._queues_of(run)
                 except StoreError as e:  # no room for their consume-queue entries: store none
@@ -236,7 +238,7 @@ class PutService:
                     for i in todo[k:]:
                         out[i] = status
                     break
-                placed = cl.append_run(run, props if whole else props[k:], qoffs, store_ts)
+                placed = cl.append_run(run, props if whole else props[k:], qoffs, store_ts, run_prepared)
                 done = len(placed)
                 if done:
                     if whole and done == n:
@@ -250,7 +252,7 @@ class PutService:
                     k += done
                 if k < len(todo):  # the next one starts a segment (or finds no space): alone
                     i = todo[k]
-                    r = self._append_alone(entries[i], props[k], store_ts)
+                    r = self._append_alone(entries[i], props[k], store_ts, prepared[i] if prepared else 0)
                     out[i] = r
                     if not isinstance(r, PutMessageStatus):
                         size_total += r[1]
@@ -325,11 +327,12 @@ class PutService:
                 cq.reserve_to(end)
         return queues, qoffs
 
-    def _append_alone(self, e: SingleEntry, props: bytes, store_ts: int) -> Placed | PutMessageStatus:
+    def _append_alone(self, e: SingleEntry, props: bytes, store_ts: int,
+                      prepared: int = 0) -> Placed | PutMessageStatus:
         """One entry of `append_many` through `CommitLog.append_one` (segment roll-over, no space)."""
         topic, queue_id, body, flag, properties, tcode, keys, sys_flag, born_ts, born_host, reconsume = e
         m = MessageToStore(topic, queue_id, body, flag, properties, tcode, keys, sys_flag,
-                           born_ts, born_host, reconsume, 0, store_ts, True)
+                           born_ts, born_host, reconsume, prepared, store_ts, True)
         cq = self.consume_queues.get((topic, queue_id)) or self.create_cq(topic, queue_id)
         dispatched = is_dispatched(sys_flag)
         qoff = cq.max_offset if dispatched else 0

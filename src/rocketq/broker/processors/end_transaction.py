@@ -17,6 +17,7 @@ from rocketq.broker.transaction.service import COMMIT_TYPE, NOT_TYPE, ROLLBACK_T
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import EndTransactionRequestHeader
 from rocketq.remoting.channel import channel_address
+from rocketq.remoting.endpoint import handles_runs
 
 if TYPE_CHECKING:
     from rocketq.broker.transaction.service import TransactionalMessageService
@@ -34,18 +35,39 @@ class EndTransactionProcessor:
     def __init__(self, service: TransactionalMessageService) -> None:
         self._service = service
 
+    @handles_runs("process_many")
     def process(self, request: RemotingCommand, channel: Any) -> RemotingCommand | None:
-        h = EndTransactionRequestHeader.from_ext(request.ext_fields)
-        kind = h.commit_or_rollback
-        if kind not in _KINDS:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "commitOrRollback field wrong")
-        if kind != COMMIT_TYPE or h.from_transaction_check:
-            who = "Check producer[%s] transaction state, " if h.from_transaction_check else \
-                "The producer[%s] end transaction in sending message, "
-            log.warning(who + "%s. RequestHeader: %s Remark: %s", channel_address(channel), _KINDS[kind], h,
-                        request.remark)
-        result = self._service.end_transaction(h)
-        if result is None:
-            return None
-        code, remark = result
-        return request.make_response(code, remark)
+        result = self.process_many([request], channel)[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def process_many(self, requests: list[RemotingCommand], channel: Any
+                     ) -> list[RemotingCommand | BaseException | None]:
+        """A run of END_TRANSACTIONs read together (a busy producer pipelines them): decoded and
+        checked one by one, stored together."""
+        out: list[RemotingCommand | BaseException | None] = [None] * len(requests)
+        todo: list[int] = []
+        headers: list[EndTransactionRequestHeader] = []
+        for i, request in enumerate(requests):
+            try:
+                h = EndTransactionRequestHeader.from_ext(request.ext_fields)
+            except Exception as exc:
+                out[i] = exc
+                continue
+            kind = h.commit_or_rollback
+            if kind not in _KINDS:
+                out[i] = request.make_response(ResponseCode.SYSTEM_ERROR, "commitOrRollback field wrong")
+                continue
+            if kind != COMMIT_TYPE or h.from_transaction_check:
+                who = ("Check producer[%s] transaction state, " if h.from_transaction_check else
+                       "The producer[%s] end transaction in sending message, ")
+                log.warning(who + "%s. RequestHeader: %s Remark: %s", channel_address(channel),
+                            _KINDS[kind], h, request.remark)
+            todo.append(i)
+            headers.append(h)
+        if headers:
+            for i, result in zip(todo, self._service.end_many(headers), strict=True):
+                if result is not None:
+                    out[i] = requests[i].make_response(*result)
+        return out

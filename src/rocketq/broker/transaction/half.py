@@ -16,7 +16,6 @@ and the records RocketMQ 4.9 writes for a transaction:
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from rocketq.broker.topic_manager import (
@@ -30,7 +29,13 @@ from rocketq.codec.message import MessageExt, MessageSysFlag, decode_message, de
 from rocketq.codec.properties import MessageConst, append_properties, encode_properties, get_property, needle
 from rocketq.codec.record import properties_span
 from rocketq.errors import ProtocolError
-from rocketq.store.model import GetMessageResult, MessageToStore, PutMessageResult
+from rocketq.store.model import (
+    GetMessageResult,
+    MessageToStore,
+    PutMessageResult,
+    PutMessageStatus,
+    SingleEntry,
+)
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -55,6 +60,7 @@ _P_TRAN = needle(MessageConst.PROPERTY_TRANSACTION_PREPARED)
 _P_UNIQ = needle(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 _P_KEYS = needle(MessageConst.PROPERTY_KEYS)
 _RW = PERM_READ | PERM_WRITE
+_REMOVE_TAG_CODE = tags_code(REMOVE_TAG)
 
 
 def is_transactional(props: str) -> bool:
@@ -162,18 +168,31 @@ class TransactionalMessageBridge:
                       result.status.name)
         return result
 
-    def put_op_message(self, half_queue_id: int, half_queue_offset: int) -> bool:
-        """The op record marking a half message as ended (committed or rolled back)."""
+    def op_entry(self, half_queue_id: int, half_queue_offset: int, now_ms: int) -> SingleEntry:
+        """The op record marking a half message as ended (committed or rolled back), as Java's
+        ``new Message(opTopic, "d", offset)``: TAGS d, WAIT true, a UNIQ_KEY of the broker's."""
         ctl = self._ctl
-        ctl.topic_manager.create_topic_in_send_message_back_method(RMQ_SYS_TRANS_OP_HALF_TOPIC, 1, _RW, 0)
         uniq = ctl.uniq_id_generator()
         props = f"WAIT\x01true\x02TAGS\x01{REMOVE_TAG}\x02UNIQ_KEY\x01{uniq}\x02"
-        m = MessageToStore(
-            RMQ_SYS_TRANS_OP_HALF_TOPIC, half_queue_id, str(half_queue_offset).encode(), 0, props,
-            tags_code(REMOVE_TAG), (uniq,), 0, int(time.time() * 1000), ctl.store_host, 0,
-            wait_store_msg_ok=False,
-        )
-        return self._put(m).ok
+        return SingleEntry(RMQ_SYS_TRANS_OP_HALF_TOPIC, half_queue_id, str(half_queue_offset).encode(), 0,
+                           props, _REMOVE_TAG_CODE, (uniq,), 0, now_ms, ctl.store_host, 0)
+
+    def ensure_op_topic(self) -> None:
+        if RMQ_SYS_TRANS_OP_HALF_TOPIC not in self._ctl.topic_manager.table:
+            self._ctl.topic_manager.create_topic_in_send_message_back_method(
+                RMQ_SYS_TRANS_OP_HALF_TOPIC, 1, _RW, 0)
+
+    def put_many(self, entries: list[SingleEntry], prepared: list[int] | None = None
+                 ) -> list[tuple[int, int, int] | PutMessageStatus]:
+        """Store a run of records the transaction service writes, in one append."""
+        out = self._ctl.store.append_many(entries, prepared)
+        stored = sum(type(r) is tuple for r in out)
+        self._ctl.stats.on_put(stored)
+        if stored != len(out):
+            for e, r in zip(entries, out, strict=True):
+                if not isinstance(r, tuple):
+                    log.error("put message failed, topic: %s, queueId: %d: %s", e[0], e[1], r.name)
+        return out
 
     def put_back_half(self, msg: MessageExt, properties: dict[str, str]) -> PutMessageResult:
         """A copy of a half message at the end of its queue (renewHalfMessageInner), with
@@ -184,9 +203,6 @@ class TransactionalMessageBridge:
             index_keys_of(text), msg.sys_flag, msg.born_timestamp, msg.born_host, msg.reconsume_times,
             wait_store_msg_ok=False,
         )
-        return self._put(m)
-
-    def put_final(self, m: MessageToStore) -> PutMessageResult:
         return self._put(m)
 
     def put_discarded(self, msg: MessageExt) -> bool:

@@ -23,7 +23,7 @@ import asyncio
 import collections
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rocketq.broker.topic_manager import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
@@ -31,7 +31,7 @@ from rocketq.broker.transaction.half import REMOVE_TAG, HalfRecord, Transactiona
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.message import MessageExt, MessageSysFlag, tags_code
 from rocketq.codec.properties import MessageConst
-from rocketq.store.model import GetMessageStatus, MessageToStore, PutMessageStatus
+from rocketq.store.model import GetMessageStatus, PutMessageStatus, SingleEntry
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -78,6 +78,24 @@ _FAILED: dict[PutMessageStatus, tuple[int, str]] = {
 }
 
 
+_SUCCESS: EndResult = (ResponseCode.SUCCESS, None)
+
+
+def _final_entry(rec: HalfRecord) -> SingleEntry | str:
+    """The committed message (endMessageTransaction), or why there can be none: the half's fields
+    in the real topic and queue, its transaction bits set to COMMIT. The properties text is the
+    half's, unchanged: RocketMQ clears REAL_TOPIC, REAL_QID and TRAN_MSG from the map only after it
+    has rendered the text it stores. (PREPAREDTRANSACTIONOFFSET, the half's offset, goes beside.)"""
+    half, props = rec
+    real_topic = half.properties.get(MessageConst.PROPERTY_REAL_TOPIC)
+    real_qid = _int(half.properties.get(MessageConst.PROPERTY_REAL_QUEUE_ID))
+    if not real_topic or real_qid < 0:
+        return "the prepared message has no REAL_TOPIC / REAL_QID"
+    return SingleEntry(real_topic, real_qid, half.body, half.flag, props, tags_code(half.tags),
+                       index_keys_of(props), (half.sys_flag & ~_TRAN_MASK) | COMMIT_TYPE, half.born_timestamp,
+                       half.born_host, half.reconsume_times)
+
+
 def _int(text: str | None, default: int = -1) -> int:
     try:
         return int(text) if text is not None else default
@@ -97,28 +115,63 @@ class TransactionalMessageService:
     # -- END_TRANSACTION ------------------------------------------------------------------------
 
     def end_transaction(self, h: EndTransactionRequestHeader) -> EndResult:
-        kind = h.commit_or_rollback
-        if kind == NOT_TYPE:
-            return None
-        rec = self.bridge.look_half(h.commit_log_offset)
-        if rec is None:
-            return ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed"
-        wrong = self._check_prepare_message(rec, h)
-        if wrong is not None:
-            return ResponseCode.SYSTEM_ERROR, wrong
-        half = rec.msg
-        uniq = half.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or ""
-        first = self._remember(uniq, kind)
-        if kind == COMMIT_TYPE and first is None:
-            code, remark = self._put_final(rec, h.commit_log_offset)
-            if code != ResponseCode.SUCCESS:
-                self._ended.pop(uniq, None)  # not ended after all: a retry or a check may end it
-                return code, remark
-        elif first is not None and first != kind:
-            log.warning("transaction %s was ended (%d) before; END_TRANSACTION %d only closes its half "
-                        "message at offset %d", uniq, first, kind, h.commit_log_offset)
-        self.bridge.put_op_message(half.queue_id, half.queue_offset)
-        return ResponseCode.SUCCESS, None
+        return self.end_many([h])[0]
+
+    def end_many(self, headers: Sequence[EndTransactionRequestHeader]) -> list[EndResult]:
+        """A run of END_TRANSACTIONs, stored together: the committed messages in one append,
+        then the op record of every half message that ended (a commit whose message could not be
+        stored gets none, as in RocketMQ: the producer or a check ends it later)."""
+        results: list[EndResult] = [None] * len(headers)
+        finals: list[SingleEntry] = []
+        prepared: list[int] = []
+        committing: list[tuple[int, str, MessageExt]] = []  # (result index, uniq, half) per final
+        ending: list[tuple[int, MessageExt]] = []  # (result index, half) ended without a final
+        for i, h in enumerate(headers):
+            kind = h.commit_or_rollback
+            if kind == NOT_TYPE:
+                continue
+            rec = self.bridge.look_half(h.commit_log_offset)
+            if rec is None:
+                results[i] = ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed"
+                continue
+            wrong = self._check_prepare_message(rec, h)
+            if wrong is not None:
+                results[i] = ResponseCode.SYSTEM_ERROR, wrong
+                continue
+            half = rec.msg
+            uniq = half.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or ""
+            first = self._remember(uniq, kind)
+            if kind == COMMIT_TYPE and first is None:
+                entry = _final_entry(rec)
+                if isinstance(entry, str):
+                    self._ended.pop(uniq, None)
+                    results[i] = ResponseCode.SYSTEM_ERROR, entry
+                    continue
+                finals.append(entry)
+                prepared.append(h.commit_log_offset)
+                committing.append((i, uniq, half))
+                continue
+            if first is not None and first != kind:
+                log.warning("transaction %s was ended (%d) before; END_TRANSACTION %d only closes its half "
+                            "message at offset %d", uniq, first, kind, h.commit_log_offset)
+            ending.append((i, half))
+        if finals:
+            max_size = self._ctl.store_config.max_message_size
+            for (i, uniq, half), r in zip(committing, self.bridge.put_many(finals, prepared), strict=True):
+                if isinstance(r, PutMessageStatus):
+                    self._ended.pop(uniq, None)  # not ended after all: a retry or a check may end it
+                    code, remark = _FAILED.get(r, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+                    results[i] = code, remark.format(max=max_size)
+                else:
+                    ending.append((i, half))
+        if ending:
+            self.bridge.ensure_op_topic()
+            now = int(time.time() * 1000)
+            ops = [self.bridge.op_entry(half.queue_id, half.queue_offset, now) for _, half in ending]
+            self.bridge.put_many(ops)  # an op record lost to a full disk only means one more check
+            for i, _ in ending:
+                results[i] = _SUCCESS
+        return results
 
     def _remember(self, uniq: str, kind: int) -> int | None:
         """Record that ``uniq`` ended as ``kind``; returns how it ended before, if it did."""
@@ -143,27 +196,6 @@ class TransactionalMessageService:
         if msg.commit_log_offset != h.commit_log_offset:
             return "The commit log offset wrong"
         return None
-
-    def _put_final(self, rec: HalfRecord, half_offset: int) -> tuple[int, str | None]:
-        """The committed message (endMessageTransaction): the half's fields in the real topic and
-        queue, the transaction bits set to COMMIT, PREPAREDTRANSACTIONOFFSET = the half's offset.
-        The properties text is the half's, unchanged: RocketMQ clears REAL_TOPIC, REAL_QID and
-        TRAN_MSG from the map only after it has rendered the text it stores."""
-        half, props = rec
-        real_topic = half.properties.get(MessageConst.PROPERTY_REAL_TOPIC)
-        real_qid = _int(half.properties.get(MessageConst.PROPERTY_REAL_QUEUE_ID))
-        if not real_topic or real_qid < 0:
-            return ResponseCode.SYSTEM_ERROR, "the prepared message has no REAL_TOPIC / REAL_QID"
-        m = MessageToStore(
-            real_topic, real_qid, half.body, half.flag, props, tags_code(half.tags), index_keys_of(props),
-            (half.sys_flag & ~_TRAN_MASK) | COMMIT_TYPE, half.born_timestamp, half.born_host,
-            half.reconsume_times, half_offset, wait_store_msg_ok=False,
-        )
-        result = self.bridge.put_final(m)
-        if result.ok:
-            return ResponseCode.SUCCESS, None
-        code, remark = _FAILED.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
-        return code, remark.format(max=self._ctl.store_config.max_message_size)
 
     # -- the check ------------------------------------------------------------------------------
 
