@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,22 +29,13 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.__main__ import _commit
 from benchmarks._cluster import BrokerProcess
 from rocketq.admin import AdminClient
 from rocketq.aio import LocalTransactionState, Message, TransactionProducer
 from rocketq.remoting.loop import run as run_loop
 
-ROOT = Path(__file__).resolve().parents[1]
 QUEUES = 8
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 class _Listener:
