@@ -49,18 +49,11 @@ FIELDS_ADDED_AFTER_4_9_8: Final[Mapping[int, frozenset[str]]] = {
     C.VIEW_MESSAGE_BY_ID: frozenset({"topic"}),
 }
 
-# Fields of 5.x's list that 4.9.8 already had on some headers (its own RpcRequestHeader.bname): a
-# Java 4.9.8 producer sends bname with END_TRANSACTION.
-FIELDS_KNOWN_TO_4_9_8: Final[Mapping[int, frozenset[str]]] = {
-    C.END_TRANSACTION: frozenset({"bname"}),
-}
-
 Handler = Callable[[RemotingCommand, Any], Any]
 
 
 def _refuse_newer_fields(code: int, handler: Handler) -> Handler:
-    newer = (_RPC_FIELDS | FIELDS_ADDED_AFTER_4_9_8.get(code, frozenset())) - FIELDS_KNOWN_TO_4_9_8.get(
-        code, frozenset())
+    newer = _RPC_FIELDS | FIELDS_ADDED_AFTER_4_9_8.get(code, frozenset())
 
     def checked(request: RemotingCommand, channel: Any) -> Any:
         ext = request.ext_fields

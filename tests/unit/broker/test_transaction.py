@@ -204,3 +204,14 @@ async def test_transactional_batch_is_illegal(tmp_path: Path) -> None:
         r = await send_batch(client, broker.address, "TxB", [b"a", b"b"],
                              sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
         assert r.code == ResponseCode.MESSAGE_ILLEGAL, r.remark
+
+
+async def test_a_java_4_9_8_end_transaction_with_bname_in_compatibility_mode(tmp_path: Path) -> None:
+    opts = BrokerOptions(broker={"compatibility_mode": "4.9"})
+    async with in_process_cluster(tmp_path, opts, with_namesrv=False) as (_, broker, client):
+        addr = broker.address
+        sent = await send_half(client, addr, "TxJ", b"from-java")
+        ext = {**end_header(sent, MessageSysFlag.TRANSACTION_COMMIT_TYPE), "bname": "broker-a"}
+        r = await invoke(client, addr, RequestCode.END_TRANSACTION, ext)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        assert [m.body for m in await messages(client, addr, "TxJ", 1)] == [b"from-java"]

@@ -4,6 +4,7 @@ request the broker sends, and the public names."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import rocketq
@@ -14,7 +15,7 @@ from rocketq.client.producer.transaction import (
     LocalTransactionState,
     TransactionSendResult,
     _state,
-    end_transaction_header,
+    end_transaction_fields,
 )
 from rocketq.codec.codes import LanguageCode, RequestCode
 from rocketq.codec.command import RemotingCommand, encode_rocketmq_header
@@ -41,9 +42,9 @@ def _result() -> SendResult:
                       offset_msg_id("127.0.0.1", 10911, 0x1234), uniq)
 
 
-def test_end_transaction_header_from_a_send_result() -> None:
-    h = end_transaction_header("pg", _result(), LocalTransactionState.COMMIT_MESSAGE, "broker-a")
-    assert h.to_ext() == {
+def test_end_transaction_fields_from_a_send_result() -> None:
+    ext = end_transaction_fields("pg", _result(), LocalTransactionState.COMMIT_MESSAGE, "broker-a")
+    assert ext == {
         "producerGroup": "pg",
         "tranStateTableOffset": "17",
         "commitLogOffset": str(0x1234),
@@ -53,7 +54,13 @@ def test_end_transaction_header_from_a_send_result() -> None:
         "transactionId": "7F00000100002A9F0000000000000001",
         "bname": "broker-a",
     }
-    assert EndTransactionRequestHeader.from_ext(h.to_ext()) == h
+    # exactly what the header class would write, and reads back
+    h = EndTransactionRequestHeader.from_ext(ext)
+    assert h.to_ext() == ext
+    assert (h.commit_log_offset, h.tran_state_table_offset, h.broker_name) == (0x1234, 17, "broker-a")
+    # an IPv6 store host makes a longer offset msgId, decoded in full
+    v6 = dataclasses.replace(_result(), offset_msg_id=offset_msg_id("::1", 10911, 99))
+    assert end_transaction_fields("pg", v6, LocalTransactionState.ROLLBACK_MESSAGE)["commitLogOffset"] == "99"
 
 
 def test_end_transaction_golden_bytes_in_the_binary_header() -> None:

@@ -50,7 +50,7 @@ MAX_PROCESS_TIME_LIMIT = 60.0  # s one queue's pass may take (RocketMQ's MAX_PRO
 OP_PULL_NUMS = 32
 HALF_PULL_NUMS = 32
 _YIELD_EVERY = 64
-_ENDED_MAX = 200_000  # transactions remembered as ended (a few MB at most)
+_ENDED_MAX = 100_000  # transactions remembered as ended (about 10 MB at most)
 
 _NOTHING_NEW = (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.OFFSET_OVERFLOW_ONE,
                 GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)

@@ -55,7 +55,7 @@ __all__ = [
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
-    "end_transaction_header",
+    "end_transaction_fields",
 ]
 
 log = logging.getLogger("rocketq.client")
@@ -85,6 +85,7 @@ _KIND = {
     LocalTransactionState.ROLLBACK_MESSAGE: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE,
     LocalTransactionState.UNKNOW: MessageSysFlag.TRANSACTION_NOT_TYPE,
 }
+_KIND_TEXT = {state: str(kind) for state, kind in _KIND.items()}
 
 
 class TransactionListener(Protocol):
@@ -116,22 +117,28 @@ def _state(value: Any) -> LocalTransactionState:
         return LocalTransactionState.UNKNOW
 
 
-def end_transaction_header(group: str, result: SendResult, state: LocalTransactionState,
-                           broker_name: str | None = None) -> EndTransactionRequestHeader:
-    """The END_TRANSACTION header ending the half message ``result`` reports
-    (DefaultMQProducerImpl.endTransaction): its half-queue offset and commit-log offset, which the
-    broker checks against the stored half message."""
+def end_transaction_fields(group: str, result: SendResult, state: LocalTransactionState,
+                           broker_name: str | None = None) -> dict[str, str]:
+    """The END_TRANSACTION extFields ending the half message ``result`` reports
+    (DefaultMQProducerImpl.endTransaction; EndTransactionRequestHeader's keys): its half-queue
+    offset and commit-log offset, which the broker checks against the stored half message. Written
+    out, not built through the header class: one per transaction on the producer's hot path."""
     offset_id = result.offset_msg_id or result.msg_id
-    return EndTransactionRequestHeader(
-        producer_group=group,
-        tran_state_table_offset=result.queue_offset,
-        commit_log_offset=decode_offset_msg_id(offset_id)[2],
-        commit_or_rollback=state.commit_or_rollback,
-        msg_id=result.msg_id,
-        from_transaction_check=False,
-        transaction_id=result.transaction_id,
-        broker_name=broker_name,
-    )
+    # an IPv4 offset msgId ends in the 16 hex digits of the offset; anything else is decoded in full
+    offset = int(offset_id[16:], 16) if len(offset_id) == 32 else decode_offset_msg_id(offset_id)[2]
+    ext = {
+        "producerGroup": group,
+        "tranStateTableOffset": str(result.queue_offset),
+        "commitLogOffset": str(offset),
+        "commitOrRollback": _KIND_TEXT[state],
+        "msgId": result.msg_id,
+        "fromTransactionCheck": "false",
+    }
+    if result.transaction_id is not None:
+        ext["transactionId"] = result.transaction_id
+    if broker_name is not None:
+        ext["bname"] = broker_name
+    return ext
 
 
 class TransactionProducer(Producer):
@@ -205,11 +212,14 @@ class TransactionProducer(Producer):
         return _transaction_result(result, state)
 
     async def send_half(self, msg: Message) -> tuple[Message, SendResult]:
-        """Send ``msg`` as a half message: (the message as the listener gets it, the SendResult)."""
+        """Send ``msg`` as a half message: (the message as the listener gets it, the SendResult).
+
+        A transaction ignores a delay level, as in Java. (Messages are built directly rather
+        than through dataclasses.replace, which costs more than the rest of this method.)"""
         self._check_state()
-        if msg.delay_level:
-            msg = dataclasses.replace(msg, delay_level=0)  # a transaction ignores the delay, as Java
-        msg = msg.with_properties(**{_TRAN_MSG: "true", _PGROUP: self._group_wire})
+        props = {**msg.properties, _TRAN_MSG: "true", _PGROUP: self._group_wire}
+        msg = Message(msg.topic, msg.body, msg.tags, msg.keys, msg.flag, 0, msg.wait_store_msg_ok, props,
+                      msg.transaction_id)
         self.check(msg)
         prep = self._encoder.single(msg)
         prep.ext["f"] = str(int(prep.ext["f"]) | _PREPARED)
@@ -218,25 +228,28 @@ class TransactionProducer(Producer):
                                                     msg=msg)
         except RocketQError as exc:
             raise MQClientError(f"send message Exception: {exc}") from exc
-        props = dict(msg.properties)
         if result.transaction_id:
-            props[MessageConst.PROPERTY_TRANSACTION_ID] = result.transaction_id
-        return dataclasses.replace(msg, properties=props, transaction_id=result.msg_id), result
+            props = {**props, MessageConst.PROPERTY_TRANSACTION_ID: result.transaction_id}
+        half = Message(msg.topic, msg.body, msg.tags, msg.keys, msg.flag, 0, msg.wait_store_msg_ok, props,
+                       result.msg_id)
+        return half, result
 
     def end_transaction(self, result: SendResult, state: LocalTransactionState,
                         error: BaseException | None = None) -> asyncio.Future[None]:
         """The one-way END_TRANSACTION of a half message (written before this returns when the
         broker's connection is open)."""
         broker_name = result.message_queue.broker_name
-        addr = self.instance.find_broker_address_in_publish(broker_name)
+        instance = self.instance
+        addr = instance.find_broker_address_in_publish(broker_name)
         if addr is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
-        header = end_transaction_header(self._group_wire, result, state, broker_name)
-        remark = f"executeLocalTransactionBranch exception: {error!r}" if error is not None else None
-        api = self.instance.api
-        request = RemotingCommand.request(_END, api.fields_for(addr, header.to_ext()), oneway=True)
-        request.remark = remark
-        return self.instance.remoting_client.invoke_oneway(addr, request, self._timeout)
+        # bname is 4.9.8's too, but only a 5.x broker is sent header fields it may not know
+        ext = end_transaction_fields(self._group_wire, result, state,
+                                     broker_name if instance.api.knows_5x(addr) else None)
+        request = RemotingCommand.request(_END, ext, oneway=True)
+        if error is not None:
+            request.remark = f"executeLocalTransactionBranch exception: {error!r}"
+        return instance.remoting_client.invoke_oneway(addr, request, self._timeout)
 
     # -- the broker's check-back ------------------------------------------------------------------
 
