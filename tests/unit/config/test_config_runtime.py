@@ -109,7 +109,7 @@ def test_restart_required_keys_are_refused_with_the_reason(key: str, why: str) -
 
 def test_keys_rocketq_does_not_honour_are_refused_as_such() -> None:
     with pytest.raises(RestartRequired, match="not honoured by rocketq yet"):
-        check_updatable("transactionCheckMax", BROKER_SET)
+        check_updatable("forceRegister", BROKER_SET)
 
 
 def test_update_configs_applies_typed_values_and_returns_new_objects() -> None:
