@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.harness import SMALL_STORE, Cluster, eventually, module_cluster, start_process, unique_name
+from tests.harness import (
+    SMALL_STORE,
+    AdminRun,
+    Cluster,
+    eventually,
+    module_cluster,
+    start_process,
+    unique_name,
+)
 
 import rocketq
 import rocketq.aio
@@ -78,7 +86,7 @@ class ByArg:
         return self.decided.get(msg.body, LocalTransactionState.UNKNOW)
 
 
-def test_commit_and_rollback(cluster: Cluster) -> None:
+def test_commit_and_rollback(cluster: Cluster, admin: AdminRun) -> None:
     topic = unique_name("TxT")
     listener = ByArg()
     received = Received(cluster, topic)
@@ -99,6 +107,9 @@ def test_commit_and_rollback(cluster: Cluster) -> None:
             assert listener.checked == []
     finally:
         received.close()
+    # mqadmin's view: the system topics the transactions live in are listed
+    listed = admin.raw("topicList")[1].split()
+    assert {"RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", topic} <= set(listed)
 
 
 def test_unknown_is_checked_back_and_committed(cluster: Cluster) -> None:
