@@ -9,6 +9,9 @@ one is a half message sent and stored, a local transaction that returns COMMIT_M
 one-way END_TRANSACTION that stores the message in its topic and writes the op record (target
 >= 20k msgs/s). The figure counts a transaction once its message is visible in the topic.
 
+``plain``: the same number of plain sends (``rocketq.aio.Producer.send_async``, same window) on
+the same broker, so the figure above can be read against what the shared machine allows now.
+
 ``check``: ``--pending`` half messages whose local transaction answered UNKNOW, then one check
 pass (started by lowering transactionCheckInterval over the wire): the broker re-appends each
 one, asks the producer, and commits it on the answer. The figure is the broker process's CPU
@@ -32,7 +35,7 @@ if __package__ in (None, ""):
 from benchmarks.__main__ import _commit
 from benchmarks._cluster import BrokerProcess
 from rocketq.admin import AdminClient
-from rocketq.aio import LocalTransactionState, Message, TransactionProducer
+from rocketq.aio import LocalTransactionState, Message, Producer, TransactionProducer
 from rocketq.remoting.loop import run as run_loop
 
 QUEUES = 8
@@ -101,7 +104,22 @@ async def _commit_phase(broker: BrokerProcess, n: int, window: int) -> dict[str,
     rate = seen / elapsed
     print(f"  commit: {seen:,} of {n:,} transactions committed in {elapsed:.2f} s = {rate:,.0f} msgs/s  "
           f"(broker CPU {cpu:.2f} s, client CPU {pcpu:.2f} s, window {window})")
-    return {"send+commit msgs/s": rate, "send+commit broker CPU s": cpu, "send+commit client CPU s": pcpu}
+    return {"send+commit msgs/s": rate, "send+commit broker CPU s": round(cpu, 2),
+            "send+commit client CPU s": round(pcpu, 2)}
+
+
+async def _plain_phase(broker: BrokerProcess, n: int, window: int) -> dict[str, float]:
+    """The same messages sent plainly on the same broker: the yardstick on a shared machine."""
+    topic = "BenchTxPlain"
+    body = b"x" * 128
+    async with Producer("BenchTxPlainPG", namesrv_addr=broker.namesrv) as p:
+        await p.send(Message(topic, body))
+        t0 = time.perf_counter()
+        for start in range(0, n, window):
+            await asyncio.gather(*(p.send_async(Message(topic, body)) for _ in range(min(window, n - start))))
+        elapsed = time.perf_counter() - t0
+    print(f"  plain: {n:,} pipelined sends (no transaction) in {elapsed:.2f} s = {n / elapsed:,.0f} msgs/s")
+    return {"plain send msgs/s (same run)": n / elapsed}
 
 
 async def _check_phase(broker: BrokerProcess, n: int, window: int) -> dict[str, float]:
@@ -121,7 +139,7 @@ async def _check_phase(broker: BrokerProcess, n: int, window: int) -> dict[str, 
             cpu = broker.cpu_seconds() - cpu0
     print(f"  check: {listener.checks:,} checks, {seen:,} of {n:,} pending half messages committed in "
           f"{elapsed:.2f} s; broker CPU {cpu:.2f} s")
-    return {f"check-back of {n} pending: broker CPU s": cpu, "check-back wall s": elapsed}
+    return {f"check-back of {n} pending: broker CPU s": round(cpu, 2), "check-back wall s": round(elapsed, 2)}
 
 
 def run(messages: int = 20_000, pending: int = 10_000, window: int = 512) -> dict[str, Any]:
@@ -130,6 +148,7 @@ def run(messages: int = 20_000, pending: int = 10_000, window: int = 512) -> dic
     with BrokerProcess("transactionTimeOut=1000", "transactionCheckInterval=3600000",
                        "mappedFileSizeCommitLog=268435456", name="transaction") as broker:
         figures.update(run_loop(_commit_phase(broker, messages, window)))
+        figures.update(run_loop(_plain_phase(broker, messages, window)))
         figures.update(run_loop(_check_phase(broker, pending, window)))
     return figures
 
