@@ -25,7 +25,7 @@ from rocketq.broker.topic_manager import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
-from rocketq.codec.message import MessageExt, MessageSysFlag, decode_message, decode_messages, tags_code
+from rocketq.codec.message import MessageExt, MessageSysFlag, decode_messages, tags_code
 from rocketq.codec.properties import MessageConst, append_properties, encode_properties, get_property, needle
 from rocketq.codec.record import properties_span
 from rocketq.errors import ProtocolError
@@ -59,6 +59,11 @@ _TRAN_MASK = MessageSysFlag.TRANSACTION_MASK
 _P_TRAN = needle(MessageConst.PROPERTY_TRANSACTION_PREPARED)
 _P_UNIQ = needle(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 _P_KEYS = needle(MessageConst.PROPERTY_KEYS)
+P_TAGS = needle(MessageConst.PROPERTY_TAGS)
+P_PGROUP = needle(MessageConst.PROPERTY_PRODUCER_GROUP)
+P_REAL_TOPIC = needle(MessageConst.PROPERTY_REAL_TOPIC)
+P_REAL_QID = needle(MessageConst.PROPERTY_REAL_QUEUE_ID)
+P_UNIQ = _P_UNIQ
 _RW = PERM_READ | PERM_WRITE
 _REMOVE_TAG_CODE = tags_code(REMOVE_TAG)
 
@@ -89,11 +94,16 @@ def index_keys_of(props: str) -> tuple[str, ...]:
 
 
 class HalfRecord(NamedTuple):
-    """A half message read back by its commit-log offset: the decoded record and its properties
-    text exactly as stored (a commit re-stores that text verbatim, as RocketMQ does)."""
+    """A half message read back by its commit-log offset: the decoded record (its properties
+    dict is parsed only if read) and its properties text exactly as stored (a commit re-stores that
+    text verbatim, as RocketMQ does)."""
 
     msg: MessageExt
     properties: str
+
+    def prop(self, needle_: str) -> str | None:
+        """One property by its `needle`, read from the text (no dict built)."""
+        return get_property(self.properties, needle_)
 
 
 class TransactionalMessageBridge:
@@ -150,7 +160,8 @@ class TransactionalMessageBridge:
         if raw is None:
             return None
         try:
-            msg, _ = decode_message(raw)
+            # the bulk decoder: fixed fields inline, properties left as text until asked for
+            (msg,) = decode_messages(raw)
             start, end = properties_span(raw)
             return HalfRecord(msg, bytes(raw[start:end]).decode())
         except (ProtocolError, UnicodeDecodeError, IndexError) as exc:

@@ -27,7 +27,17 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rocketq.broker.topic_manager import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
-from rocketq.broker.transaction.half import REMOVE_TAG, HalfRecord, TransactionalMessageBridge, index_keys_of
+from rocketq.broker.transaction.half import (
+    P_PGROUP,
+    P_REAL_QID,
+    P_REAL_TOPIC,
+    P_TAGS,
+    P_UNIQ,
+    REMOVE_TAG,
+    HalfRecord,
+    TransactionalMessageBridge,
+    index_keys_of,
+)
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.message import MessageExt, MessageSysFlag, tags_code
 from rocketq.codec.properties import MessageConst
@@ -87,11 +97,11 @@ def _final_entry(rec: HalfRecord) -> SingleEntry | str:
     half's, unchanged: RocketMQ clears REAL_TOPIC, REAL_QID and TRAN_MSG from the map only after it
     has rendered the text it stores. (PREPAREDTRANSACTIONOFFSET, the half's offset, goes beside.)"""
     half, props = rec
-    real_topic = half.properties.get(MessageConst.PROPERTY_REAL_TOPIC)
-    real_qid = _int(half.properties.get(MessageConst.PROPERTY_REAL_QUEUE_ID))
+    real_topic = rec.prop(P_REAL_TOPIC)
+    real_qid = _int(rec.prop(P_REAL_QID))
     if not real_topic or real_qid < 0:
         return "the prepared message has no REAL_TOPIC / REAL_QID"
-    return SingleEntry(real_topic, real_qid, half.body, half.flag, props, tags_code(half.tags),
+    return SingleEntry(real_topic, real_qid, half.body, half.flag, props, tags_code(rec.prop(P_TAGS)),
                        index_keys_of(props), (half.sys_flag & ~_TRAN_MASK) | COMMIT_TYPE, half.born_timestamp,
                        half.born_host, half.reconsume_times)
 
@@ -139,7 +149,7 @@ class TransactionalMessageService:
                 results[i] = ResponseCode.SYSTEM_ERROR, wrong
                 continue
             half = rec.msg
-            uniq = half.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or ""
+            uniq = rec.prop(P_UNIQ) or ""
             first = self._remember(uniq, kind)
             if kind == COMMIT_TYPE and first is None:
                 entry = _final_entry(rec)
@@ -189,7 +199,7 @@ class TransactionalMessageService:
     @staticmethod
     def _check_prepare_message(rec: HalfRecord, h: EndTransactionRequestHeader) -> str | None:
         msg = rec.msg
-        if msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP) != h.producer_group:
+        if rec.prop(P_PGROUP) != h.producer_group:
             return "The producer group wrong"
         if msg.queue_offset != h.tran_state_table_offset:
             return "The transaction state table offset wrong"
