@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, NamedTuple
 
+from rocketq.broker.processors.send_wire import P_KEYS, P_TRAN, P_UNIQ, index_keys
 from rocketq.broker.topic_manager import (
     PERM_READ,
     PERM_WRITE,
@@ -56,14 +57,9 @@ REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVETAG
 TCMT_QUEUE_NUMS = 1  # queues of TRANS_CHECK_MAX_TIME_TOPIC
 
 _TRAN_MASK = MessageSysFlag.TRANSACTION_MASK
-_P_TRAN = needle(MessageConst.PROPERTY_TRANSACTION_PREPARED)
-_P_UNIQ = needle(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-_P_KEYS = needle(MessageConst.PROPERTY_KEYS)
-P_TAGS = needle(MessageConst.PROPERTY_TAGS)
 P_PGROUP = needle(MessageConst.PROPERTY_PRODUCER_GROUP)
 P_REAL_TOPIC = needle(MessageConst.PROPERTY_REAL_TOPIC)
 P_REAL_QID = needle(MessageConst.PROPERTY_REAL_QUEUE_ID)
-P_UNIQ = _P_UNIQ
 _RW = PERM_READ | PERM_WRITE
 _REMOVE_TAG_CODE = tags_code(REMOVE_TAG)
 
@@ -73,7 +69,7 @@ def is_transactional(props: str) -> bool:
     Boolean.parseBoolean (the broker decides by the property, not by the sysFlag, as 4.9 does)."""
     if "TRAN_MSG" not in props:
         return False
-    value = get_property(props, _P_TRAN)
+    value = get_property(props, P_TRAN)
     return value is not None and value.lower() == "true"
 
 
@@ -85,12 +81,11 @@ def half_properties(props: str, topic: str, queue_id: int) -> str:
 
 def index_keys_of(props: str) -> tuple[str, ...]:
     """UNIQ_KEY and every KEYS word: what the index files get for a record the broker writes."""
-    uniq = get_property(props, _P_UNIQ)
-    keys = get_property(props, _P_KEYS)
-    out = [uniq] if uniq else []
-    if keys:
-        out.extend(k for k in keys.split(" ") if k)
-    return tuple(out)
+    uniq = get_property(props, P_UNIQ)
+    keys = get_property(props, P_KEYS)
+    if uniq:
+        return index_keys(uniq, keys)
+    return tuple(k for k in (keys or "").split(" ") if k)
 
 
 class HalfRecord(NamedTuple):

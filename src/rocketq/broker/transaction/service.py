@@ -26,13 +26,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from rocketq.broker.processors.send_wire import P_TAGS, P_UNIQ
 from rocketq.broker.topic_manager import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from rocketq.broker.transaction.half import (
     P_PGROUP,
     P_REAL_QID,
     P_REAL_TOPIC,
-    P_TAGS,
-    P_UNIQ,
     REMOVE_TAG,
     HalfRecord,
     TransactionalMessageBridge,
