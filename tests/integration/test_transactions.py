@@ -226,3 +226,30 @@ def test_a_thousand_transactions(cluster: Cluster) -> None:
 @pytest.mark.timeout(600)
 def test_ten_thousand_transactions(cluster: Cluster) -> None:
     _many_transactions(cluster, 10_000)
+
+
+def test_traced_transaction_leaves_pub_and_end_transaction(cluster: Cluster) -> None:
+    """With enable_trace, the half message's Pub and the END_TRANSACTION are traced, as Java's
+    SendMessageTraceHookImpl and EndTransactionTraceHookImpl write them."""
+    from rocketq.admin import AdminClient
+
+    topic, group = unique_name("TxTr"), unique_name("txp")
+
+    async def run() -> tuple[TransactionSendResult, list[Any]]:
+        async with rocketq.aio.TransactionProducer(group, namesrv_addr=cluster.namesrv, listener=ByArg(),
+                                                   enable_trace=True) as p:
+            r = await p.send_message_in_transaction(Message(topic, b"traced", tags="T1"),
+                                                    LocalTransactionState.COMMIT_MESSAGE)
+        async with AdminClient(cluster.namesrv) as admin:
+            deadline = time.monotonic() + 60
+            while True:
+                views = await admin.query_msg_trace_by_id(r.msg_id)
+                if {"Pub", "EndTransaction"} <= {v.msg_type for v in views} or time.monotonic() > deadline:
+                    return r, views
+                await asyncio.sleep(0.3)
+
+    result, views = asyncio.run(run())
+    end = next(v for v in views if v.msg_type == "EndTransaction")
+    assert end.transaction_state == "COMMIT_MESSAGE" and end.group_name == group and end.topic == topic
+    assert end.msg_id == result.msg_id
+    assert any(v.msg_type == "Pub" for v in views)

@@ -205,7 +205,7 @@ class TransactionProducer(Producer):
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE  # stored, but not durably enough
         try:
-            self.end_transaction(result, state, error).add_done_callback(_log_end_failure)
+            self.end_transaction(result, state, error, half).add_done_callback(_log_end_failure)
         except RocketQError as exc:
             log.warning("local transaction execute %s, but end broker transaction failed: %s", state.name,
                         exc)
@@ -235,9 +235,10 @@ class TransactionProducer(Producer):
         return half, result
 
     def end_transaction(self, result: SendResult, state: LocalTransactionState,
-                        error: BaseException | None = None) -> asyncio.Future[None]:
+                        error: BaseException | None = None,
+                        msg: Message | None = None) -> asyncio.Future[None]:
         """The one-way END_TRANSACTION of a half message (written before this returns when the
-        broker's connection is open)."""
+        broker's connection is open); with ``enable_trace``, its EndTransaction trace (of ``msg``)."""
         broker_name = result.message_queue.broker_name
         instance = self.instance
         addr = instance.find_broker_address_in_publish(broker_name)
@@ -249,7 +250,25 @@ class TransactionProducer(Producer):
         request = RemotingCommand.request(_END, ext, oneway=True)
         if error is not None:
             request.remark = f"executeLocalTransactionBranch exception: {error!r}"
-        return instance.remoting_client.invoke_oneway(addr, request, self._timeout)
+        sent = instance.remoting_client.invoke_oneway(addr, request, self._timeout)
+        if self.trace is not None and msg is not None:
+            self._trace_end(msg, result.msg_id, state, False, addr)
+        return sent
+
+    def _trace_end(self, msg: Message | MessageExt, msg_id: str, state: LocalTransactionState,
+                   from_check: bool, broker_addr: str) -> None:
+        """The EndTransaction trace record (doExecuteEndTransactionHook: EndTransactionTraceHookImpl)."""
+        assert self.trace is not None
+        from rocketq.client.trace.hooks import trace_end_transaction
+
+        as_message = msg if isinstance(msg, Message) else Message(msg.topic, msg.body, msg.tags, msg.keys,
+                                                                  properties=msg.properties)
+        trace_end_transaction(
+            self.trace.dispatcher, producer_group=self.group, msg=as_message, msg_id=msg_id,
+            transaction_id=msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            state=state.name, from_transaction_check=from_check, broker_addr=broker_addr,
+            client_host=self.config.client_ip,
+        )
 
     # -- the broker's check-back ------------------------------------------------------------------
 
@@ -302,6 +321,8 @@ class TransactionProducer(Producer):
             channel.invoke_oneway(request)
         except RocketQError as exc:
             log.error("endTransactionOneway exception: %s", exc)
+        if self.trace is not None:
+            self._trace_end(msg, uniq, state, True, str(channel.remote_address))
 
 
 def _log_end_failure(fut: asyncio.Future[None]) -> None:

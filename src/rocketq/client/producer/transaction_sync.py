@@ -88,7 +88,7 @@ class TransactionProducer(Producer):
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         try:
-            _sync.run_sync(_end(impl, result, state, error), self._wait(None))
+            _sync.run_sync(_end(impl, result, state, error, half), self._wait(None))
         except RocketQError as exc:
             log.warning("local transaction execute %s, but end broker transaction failed: %s", state.name,
                         exc)
@@ -100,5 +100,5 @@ async def _awaited(value: Any) -> Any:
 
 
 async def _end(impl: AsyncTransactionProducer, result: Any, state: LocalTransactionState,
-               error: BaseException | None) -> None:
-    await impl.end_transaction(result, state, error)
+               error: BaseException | None, half: Message) -> None:
+    await impl.end_transaction(result, state, error, half)
