@@ -20,6 +20,7 @@ from typing import Any
 
 from rocketq.broker.client_manager import ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.broker.long_polling import PullRequestHoldService
 from rocketq.broker.offset_manager import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI
@@ -52,11 +53,13 @@ class BrokerController:
     """One broker: transport, store, managers, processors and timers."""
 
     def __init__(self, broker_config: BrokerConfig, store_config: MessageStoreConfig,
-                 server_config: RemotingServerConfig) -> None:
+                 server_config: RemotingServerConfig, java_config: JavaOnlyConfig | None = None) -> None:
         self.broker_config = broker_config
         self.store_config = store_config
         self.server_config = server_config
-        self.runtime_config = RuntimeConfig([broker_config, store_config, server_config],
+        # Java's keys rocketq does not act on: reported by GET_BROKER_CONFIG, refused by updates.
+        self.java_config = java_config if java_config is not None else JavaOnlyConfig()
+        self.runtime_config = RuntimeConfig([broker_config, store_config, server_config, self.java_config],
                                             self._apply_config_change)
         self.config_data_version = DataVersion()
         self.listen_port = server_config.listen_port
@@ -113,7 +116,7 @@ class BrokerController:
 
     @property
     def configs(self) -> list[Any]:
-        return [self.broker_config, self.store_config, self.server_config]
+        return [self.broker_config, self.store_config, self.server_config, self.java_config]
 
     @property
     def is_ready(self) -> bool:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.config import ConfigSet, Setting, load_configs
 from rocketq.namesrv.config import NamesrvConfig
 
@@ -62,6 +63,7 @@ class ServePlan:
     broker: BrokerConfig | None = None
     store: MessageStoreConfig | None = None
     broker_server: RemotingServerConfig | None = None
+    java: JavaOnlyConfig | None = None  # Java's keys rocketq accepts but does not act on
     # up: the broker registers with the embedded name server (no namesrvAddr was given)
     use_embedded_namesrv: bool = False
 
@@ -107,7 +109,7 @@ def build_plan(opts: ServeOptions, environ: Mapping[str, str] | None = None) -> 
         primary: list[type] = [NamesrvConfig, server_cls]
         secondary: list[type] = []
     else:
-        primary = [BrokerConfig, store_cls, server_cls]
+        primary = [BrokerConfig, store_cls, server_cls, JavaOnlyConfig]
         secondary = [NamesrvConfig] if opts.role == "up" else []
     configs = load_configs(
         primary,
@@ -117,7 +119,7 @@ def build_plan(opts: ServeOptions, environ: Mapping[str, str] | None = None) -> 
         overrides=opts.sets,
         settings=flags,
         baseline=baseline,
-        env_tolerated=[NamesrvConfig, BrokerConfig, store_cls, server_cls],
+        env_tolerated=[NamesrvConfig, BrokerConfig, store_cls, server_cls, JavaOnlyConfig],
     )
     server = configs[server_cls]
     if opts.role == "namesrv":
@@ -127,7 +129,7 @@ def build_plan(opts: ServeOptions, environ: Mapping[str, str] | None = None) -> 
             namesrv_server=dataclasses.replace(server, listen_port=ns.listen_port),
         )
     plan = ServePlan(opts.role, data_dir, configs, broker=configs[BrokerConfig], store=configs[store_cls],
-                     broker_server=server)
+                     broker_server=server, java=configs[JavaOnlyConfig])
     if opts.role == "broker":
         return plan
     ns = configs[NamesrvConfig]

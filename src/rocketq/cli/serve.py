@@ -148,7 +148,8 @@ def print_config(plan: ServePlan, out: TextIO) -> None:
     if plan.namesrv is not None:
         groups.append(("name server", [plan.namesrv, plan.namesrv_server]))
     if plan.broker is not None:
-        groups.append(("broker", [plan.broker, plan.store, plan.broker_server]))
+        groups.append(("broker", [plan.broker, plan.store, plan.broker_server,
+                                   *([plan.java] if plan.java is not None else [])]))
     if not out.isatty():
         for title, objs in groups:
             out.write(f"# {title}\n{dump_properties(objs, annotate=True)}")
@@ -348,7 +349,8 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
                 broker_config = dataclasses.replace(broker_config, namesrv_addr=started[0][1].address)
             if not broker_config.namesrv_addr_list:
                 log.warning("namesrvAddr is not set: the broker will not register with any name server")
-            make_broker = functools.partial(broker_cls, broker_config, plan.store, plan.broker_server)
+            make_broker = functools.partial(broker_cls, broker_config, plan.store, plan.broker_server,
+                                            plan.java)
             broker = await _start("broker", make_broker, started)
             ready.append(f"broker={broker.address}")
             broker_metrics = getattr(broker, "metrics_address", None)

@@ -110,3 +110,14 @@ def test_configs_are_the_real_classes(tmp_path: Path) -> None:
     # the name server's transport is the broker's with the name server's port
     same_port = dataclasses.replace(plan.namesrv_server, listen_port=plan.broker_server.listen_port)
     assert same_port == plan.broker_server
+
+
+def test_a_java_broker_conf_with_keys_rocketq_does_not_act_on_loads(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=b1\nsendMessageThreadPoolNums=16\nhaListenPort=20912\n"
+                    "transientStorePoolEnable=true\nuseTLS=false\n")
+    plan = _plan(tmp_path, role="broker", config_file=str(conf))
+    assert plan.broker.broker_name == "b1"
+    assert plan.java is not None
+    assert (plan.java.send_message_thread_pool_nums, plan.java.ha_listen_port) == (16, 20912)
+    assert plan.java.transient_store_pool_enable is True

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.config import ConfigField, Update, config_fields, rocketmq_key
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.remoting.config import RemotingServerConfig
 from rocketq.store.config import MessageStoreConfig
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
-CLASSES = [NamesrvConfig, BrokerConfig, MessageStoreConfig, RemotingServerConfig]
+CLASSES = [NamesrvConfig, BrokerConfig, MessageStoreConfig, RemotingServerConfig, JavaOnlyConfig]
 # The reference tables: | `key` | type | default | update | meaning |
 ROW = re.compile(r"^\| `([A-Za-z0-9]+)` \| [^|]+ \| [^|]+ \| ([a-z ]+) \|", re.MULTILINE)
 

@@ -10,13 +10,15 @@ import sys
 import pytest
 
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.config import Update, config_fields, dump_properties, parse_properties
 from rocketq.config.runtime import names_path_or_command
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.remoting.config import RemotingClientConfig, RemotingServerConfig
 from rocketq.store.config import MessageStoreConfig
 
-CLASSES = [NamesrvConfig, BrokerConfig, MessageStoreConfig, RemotingServerConfig, RemotingClientConfig]
+CLASSES = [NamesrvConfig, BrokerConfig, MessageStoreConfig, RemotingServerConfig, RemotingClientConfig,
+           JavaOnlyConfig]
 
 # The BrokerConfig fields no rocketq code reads: a stock broker.conf sets them, rocketq ignores them.
 BROKER_NOT_HONOURED = {

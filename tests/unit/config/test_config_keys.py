@@ -8,6 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.config import (
     BrokerConfig,
     NamesrvConfig,
@@ -41,7 +42,7 @@ REAL_KEYS = {
 
 
 def _config_classes() -> list[type]:
-    classes: list[type] = [NamesrvConfig, BrokerConfig, MessageStoreConfig]
+    classes: list[type] = [NamesrvConfig, BrokerConfig, MessageStoreConfig, JavaOnlyConfig]
     try:
         from rocketq.remoting.config import RemotingClientConfig, RemotingServerConfig
     except ImportError:

@@ -36,6 +36,7 @@ from tests.wire import (
 )
 
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.config import Update, config_fields, parse_properties
@@ -494,7 +495,7 @@ async def test_restart_required_and_unhonoured_keys_are_refused_and_change_nothi
         before = (await invoke(client, addr, RequestCode.GET_BROKER_CONFIG)).body_bytes()
         current = {s.key: str(s.value) for s in parse_properties(before.decode())}
         refused = [
-            f for cls in (BrokerConfig, MessageStoreConfig, RemotingServerConfig)
+            f for cls in (BrokerConfig, MessageStoreConfig, RemotingServerConfig, JavaOnlyConfig)
             for f in config_fields(cls).values() if f.update is Update.RESTART and f.key in current
         ]
         must = {"flushDiskType", "brokerName", "listenPort", "mappedFileSizeCommitLog"}

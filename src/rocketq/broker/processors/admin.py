@@ -71,9 +71,6 @@ TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
-# Keys Java's broker reports that are facts about this broker rather than settings rocketq has:
-# no filter servers, no slave reads (no slaves) and plain TCP only. `mqadmin exportConfigs` reads them.
-FIXED_BROKER_CONFIG = {"filterServerNums": "0", "slaveReadEnable": "false", "useTLS": "false"}
 # Light message queues (RocketMQ 5's MixAll.LMQ_PREFIX): never cleaned as unused topics.
 LMQ_PREFIX = "%LMQ%"
 # StatsItem's three windows: minute, hour, day (seconds).
@@ -501,7 +498,6 @@ class AdminBrokerProcessor:
         # A broker started with port 0 listens on the port the system picked: report that one.
         lines = [f"listenPort={ctl.listen_port}" if line.startswith("listenPort=") else line
                  for line in text.splitlines()]
-        lines += [f"{k}={v}" for k, v in FIXED_BROKER_CONFIG.items()]
         text = "".join(line + "\n" for line in lines)
         return request.make_response(ResponseCode.SUCCESS, None,
                                      {"version": ctl.config_data_version.to_json().decode()},

@@ -30,10 +30,11 @@ if TYPE_CHECKING:
 
 def broker_config_classes() -> tuple[type, ...]:
     """What UPDATE_BROKER_CONFIG may carry: keys of the broker's three configs (never a path or command)."""
+    from rocketq.broker.java_config import JavaOnlyConfig
     from rocketq.remoting.config import RemotingServerConfig
     from rocketq.store.config import MessageStoreConfig
 
-    return (BrokerConfig, MessageStoreConfig, RemotingServerConfig)
+    return (BrokerConfig, MessageStoreConfig, RemotingServerConfig, JavaOnlyConfig)
 
 
 def _target(p: argparse.ArgumentParser, cluster_help: str = "every broker of the cluster") -> None:

@@ -1,0 +1,117 @@
+"""GET_BROKER_CONFIG answers the key set of Apache RocketMQ 4.9.8's broker (issue 15): every field of
+its BrokerConfig, NettyServerConfig, NettyClientConfig and MessageStoreConfig, as
+``Configuration.getAllConfigsFormatString()`` writes them, with the live listen port; and no key
+rocketq does not act on can change over the wire."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.wire import in_process_cluster, invoke
+
+from rocketq.broker.java_config import JavaOnlyConfig
+from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.config import config_fields, parse_properties
+
+pytestmark = pytest.mark.timeout(60)
+
+# The non-static fields of those four classes at tag rocketmq-all-4.9.8, in declaration order
+# (BrokerConfig, NettyClientConfig, NettyServerConfig, MessageStoreConfig): 185 distinct keys, as
+# writeBufferHighWaterMark and writeBufferLowWaterMark are in both Netty classes.
+JAVA_4_9_8_KEYS = [
+    "rocketmqHome", "namesrvAddr", "brokerIP1", "brokerIP2", "brokerName", "brokerClusterName",
+    "brokerId", "brokerPermission", "defaultTopicQueueNums", "autoCreateTopicEnable",
+    "clusterTopicEnable", "brokerTopicEnable", "autoCreateSubscriptionGroup", "messageStorePlugIn",
+    "msgTraceTopicName", "traceTopicEnable", "sendMessageThreadPoolNums",
+    "putMessageFutureThreadPoolNums", "pullMessageThreadPoolNums", "processReplyMessageThreadPoolNums",
+    "queryMessageThreadPoolNums", "adminBrokerThreadPoolNums", "clientManageThreadPoolNums",
+    "consumerManageThreadPoolNums", "heartbeatThreadPoolNums", "endTransactionThreadPoolNums",
+    "flushConsumerOffsetInterval", "flushConsumerOffsetHistoryInterval", "rejectTransactionMessage",
+    "fetchNamesrvAddrByAddressServer", "sendThreadPoolQueueCapacity", "putThreadPoolQueueCapacity",
+    "pullThreadPoolQueueCapacity", "replyThreadPoolQueueCapacity", "queryThreadPoolQueueCapacity",
+    "clientManagerThreadPoolQueueCapacity", "consumerManagerThreadPoolQueueCapacity",
+    "heartbeatThreadPoolQueueCapacity", "endTransactionPoolQueueCapacity", "filterServerNums",
+    "longPollingEnable", "shortPollingTimeMills", "notifyConsumerIdsChangedEnable", "highSpeedMode",
+    "commercialEnable", "commercialTimerCount", "commercialTransCount", "commercialBigCount",
+    "commercialBaseCount", "transferMsgByHeap", "maxDelayTime", "regionId", "registerBrokerTimeoutMills",
+    "slaveReadEnable", "disableConsumeIfConsumerReadSlowly", "consumerFallbehindThreshold",
+    "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
+    "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "startAcceptSendRequestTimeStamp",
+    "traceOn", "enableCalcFilterBitMap", "expectConsumerNumUseFilter", "maxErrorRateOfBloomFilter",
+    "filterDataCleanTimeSpan", "filterSupportRetry", "enablePropertyFilter", "compressedRegister",
+    "forceRegister", "registerNameServerPeriod", "transactionTimeOut", "transactionCheckMax",
+    "transactionCheckInterval", "aclEnable", "storeReplyMessageEnable", "enableDetailStat",
+    "autoDeleteUnusedStats", "isolateLogEnable", "configBlackList", "clientWorkerThreads",
+    "clientCallbackExecutorThreads", "clientOnewaySemaphoreValue", "clientAsyncSemaphoreValue",
+    "connectTimeoutMillis", "channelNotActiveInterval", "clientChannelMaxIdleTimeSeconds",
+    "clientSocketSndBufSize", "clientSocketRcvBufSize", "clientPooledByteBufAllocatorEnable",
+    "clientCloseSocketIfTimeout", "useTLS", "writeBufferHighWaterMark", "writeBufferLowWaterMark",
+    "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+    "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverSocketBacklog",
+    "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector", "storePathRootDir",
+    "storePathCommitLog", "storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths",
+    "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "enableConsumeQueueExt",
+    "mappedFileSizeConsumeQueueExt", "bitMapLengthConsumeQueueExt", "flushIntervalCommitLog",
+    "commitIntervalCommitLog", "useReentrantLockWhenPutMessage", "flushCommitLogTimed",
+    "flushIntervalConsumeQueue", "cleanResourceInterval", "deleteCommitLogFilesInterval",
+    "deleteConsumeQueueFilesInterval", "destroyMapedFileIntervalForcibly", "redeleteHangedFileInterval",
+    "deleteWhen", "diskMaxUsedSpaceRatio", "fileReservedTime", "putMsgIndexHightWater", "maxMessageSize",
+    "checkCRCOnRecover", "flushCommitLogLeastPages", "commitCommitLogLeastPages",
+    "flushLeastPagesWhenWarmMapedFile", "flushConsumeQueueLeastPages", "flushCommitLogThoroughInterval",
+    "commitCommitLogThoroughInterval", "flushConsumeQueueThoroughInterval",
+    "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInDisk", "maxTransferCountOnMessageInDisk", "accessMessageInMemoryMaxRatio",
+    "messageIndexEnable", "maxHashSlotNum", "maxIndexNum", "maxMsgsNumBatch", "messageIndexSafe",
+    "haListenPort", "haSendHeartbeatInterval", "haHousekeepingInterval", "haTransferBatchSize",
+    "haMasterAddress", "haSlaveFallbehindMax", "brokerRole", "flushDiskType", "syncFlushTimeout",
+    "slaveTimeout", "messageDelayLevel", "flushDelayOffsetInterval", "cleanFileForciblyEnable",
+    "warmMapedFileEnable", "offsetCheckInSlave", "debugLockEnable", "duplicationEnable",
+    "diskFallRecorded", "osPageCacheBusyTimeOutMills", "defaultQueryMaxNum", "transientStorePoolEnable",
+    "transientStorePoolSize", "fastFailIfNoBufferInStorePool", "enableDLegerCommitLog", "dLegerGroup",
+    "dLegerPeers", "dLegerSelfId", "preferredLeaderId", "isEnableBatchPush", "enableScheduleMessageStats",
+    "enableLmq", "enableMultiDispatch", "maxLmqConsumeQueueNum", "enableScheduleAsyncDeliver",
+    "scheduleAsyncDeliverMaxPendingLimit", "scheduleAsyncDeliverMaxResendNum2Blocked",
+]
+# Fields Java leaves null by default; object2Properties skips a null field, so does rocketq.
+JAVA_NULL_BY_DEFAULT = {
+    "namesrvAddr", "storePathCommitLog", "storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths",
+    "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId",
+}
+# rocketq's own keys, reported beside Java's (Java, too, reports any extra key its config file set).
+ROCKETQ_ONLY = {
+    "bindAddress", "channelExpiredTimeout", "compatibilityMode", "diskSpaceCleanForciblyRatio",
+    "diskSpaceWarningLevelRatio", "enableShutdownGracefully", "metricsPort", "reviveQueueNum",
+    "shutdownWaitTimeSeconds",
+}
+
+
+async def test_get_broker_config_answers_java_4_9_8_key_for_key(tmp_path: Path) -> None:
+    async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
+        r = await invoke(client, broker.address, RequestCode.GET_BROKER_CONFIG)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        got = {s.key: str(s.value) for s in parse_properties(r.body_bytes().decode())}
+        expected = set(JAVA_4_9_8_KEYS) - JAVA_NULL_BY_DEFAULT
+        assert sorted(expected - set(got)) == []
+        assert sorted(set(got) - expected - {"namesrvAddr"}) == sorted(ROCKETQ_ONLY)
+        # live values where rocketq has the field, Java's defaults for the rest, the live port
+        assert got["listenPort"] == str(broker.listen_port) != "0"
+        assert got["brokerName"] == broker.broker_config.broker_name
+        assert got["storePathRootDir"] == broker.store_config.store_path_root_dir
+        assert got["haListenPort"] == "10912" and got["useTLS"] == "false"
+        assert got["configBlackList"] == "configBlackList;brokerConfigPath"
+        assert got["isEnableBatchPush"] == "false" and got["enableDLegerCommitLog"] == "false"
+
+
+async def test_no_key_rocketq_does_not_honour_can_be_updated(tmp_path: Path) -> None:
+    async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
+        before = (await invoke(client, broker.address, RequestCode.GET_BROKER_CONFIG)).body_bytes()
+        for f in config_fields(JavaOnlyConfig).values():
+            assert not f.honoured
+            body = f"{f.key}=1\n".encode()
+            r = await invoke(client, broker.address, RequestCode.UPDATE_BROKER_CONFIG, body=body)
+            assert r.code == ResponseCode.NO_PERMISSION, (f.key, r.remark)
+            remark = r.remark or ""
+            assert f.key in remark and ("not honoured" in remark or "path or command" in remark), remark
+        assert (await invoke(client, broker.address, RequestCode.GET_BROKER_CONFIG)).body_bytes() == before
