@@ -20,6 +20,7 @@ from tests.harness import (
     rocketq_command,
     unique_name,
 )
+from tests.java_4_9_8 import JAVA_4_9_8_KEYS, JAVA_NULL_BY_DEFAULT
 
 from rocketq.admin import SyncAdminClient
 from rocketq.errors import NoPermission
@@ -58,6 +59,9 @@ def test_cluster_list_status_and_rt(cluster: Cluster, admin: AdminRun) -> None:
 def test_broker_config_get_update_and_the_safe_key_rule(cluster: Cluster, admin: AdminRun) -> None:
     config = admin.json("getBrokerConfig", "-b", cluster.broker)[cluster.broker]
     assert config["brokerClusterName"] == CLUSTER and "defaultQueryMaxNum" in config
+    # key for key what Java 4.9.8's broker answers, and the port it really listens on
+    assert sorted(set(JAVA_4_9_8_KEYS) - JAVA_NULL_BY_DEFAULT - set(config)) == []
+    assert cluster.broker.endswith(":" + config["listenPort"])
     out = admin.json("updateBrokerConfig", "-b", cluster.broker, "-k", "defaultQueryMaxNum", "-v", "77")
     assert out["brokers"] == [cluster.broker]
     assert admin.json("getBrokerConfig", "-c", CLUSTER)[cluster.broker]["defaultQueryMaxNum"] == "77"

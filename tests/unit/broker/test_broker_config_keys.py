@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.java_4_9_8 import JAVA_4_9_8_KEYS, JAVA_NULL_BY_DEFAULT, ROCKETQ_ONLY
 from tests.wire import in_process_cluster, invoke
 
 from rocketq.broker.java_config import JavaOnlyConfig
@@ -15,77 +16,6 @@ from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.config import config_fields, parse_properties
 
 pytestmark = pytest.mark.timeout(60)
-
-# The non-static fields of those four classes at tag rocketmq-all-4.9.8, in declaration order
-# (BrokerConfig, NettyClientConfig, NettyServerConfig, MessageStoreConfig): 185 distinct keys, as
-# writeBufferHighWaterMark and writeBufferLowWaterMark are in both Netty classes.
-JAVA_4_9_8_KEYS = [
-    "rocketmqHome", "namesrvAddr", "brokerIP1", "brokerIP2", "brokerName", "brokerClusterName",
-    "brokerId", "brokerPermission", "defaultTopicQueueNums", "autoCreateTopicEnable",
-    "clusterTopicEnable", "brokerTopicEnable", "autoCreateSubscriptionGroup", "messageStorePlugIn",
-    "msgTraceTopicName", "traceTopicEnable", "sendMessageThreadPoolNums",
-    "putMessageFutureThreadPoolNums", "pullMessageThreadPoolNums", "processReplyMessageThreadPoolNums",
-    "queryMessageThreadPoolNums", "adminBrokerThreadPoolNums", "clientManageThreadPoolNums",
-    "consumerManageThreadPoolNums", "heartbeatThreadPoolNums", "endTransactionThreadPoolNums",
-    "flushConsumerOffsetInterval", "flushConsumerOffsetHistoryInterval", "rejectTransactionMessage",
-    "fetchNamesrvAddrByAddressServer", "sendThreadPoolQueueCapacity", "putThreadPoolQueueCapacity",
-    "pullThreadPoolQueueCapacity", "replyThreadPoolQueueCapacity", "queryThreadPoolQueueCapacity",
-    "clientManagerThreadPoolQueueCapacity", "consumerManagerThreadPoolQueueCapacity",
-    "heartbeatThreadPoolQueueCapacity", "endTransactionPoolQueueCapacity", "filterServerNums",
-    "longPollingEnable", "shortPollingTimeMills", "notifyConsumerIdsChangedEnable", "highSpeedMode",
-    "commercialEnable", "commercialTimerCount", "commercialTransCount", "commercialBigCount",
-    "commercialBaseCount", "transferMsgByHeap", "maxDelayTime", "regionId", "registerBrokerTimeoutMills",
-    "slaveReadEnable", "disableConsumeIfConsumerReadSlowly", "consumerFallbehindThreshold",
-    "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
-    "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "startAcceptSendRequestTimeStamp",
-    "traceOn", "enableCalcFilterBitMap", "expectConsumerNumUseFilter", "maxErrorRateOfBloomFilter",
-    "filterDataCleanTimeSpan", "filterSupportRetry", "enablePropertyFilter", "compressedRegister",
-    "forceRegister", "registerNameServerPeriod", "transactionTimeOut", "transactionCheckMax",
-    "transactionCheckInterval", "aclEnable", "storeReplyMessageEnable", "enableDetailStat",
-    "autoDeleteUnusedStats", "isolateLogEnable", "configBlackList", "clientWorkerThreads",
-    "clientCallbackExecutorThreads", "clientOnewaySemaphoreValue", "clientAsyncSemaphoreValue",
-    "connectTimeoutMillis", "channelNotActiveInterval", "clientChannelMaxIdleTimeSeconds",
-    "clientSocketSndBufSize", "clientSocketRcvBufSize", "clientPooledByteBufAllocatorEnable",
-    "clientCloseSocketIfTimeout", "useTLS", "writeBufferHighWaterMark", "writeBufferLowWaterMark",
-    "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
-    "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
-    "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverSocketBacklog",
-    "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector", "storePathRootDir",
-    "storePathCommitLog", "storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths",
-    "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "enableConsumeQueueExt",
-    "mappedFileSizeConsumeQueueExt", "bitMapLengthConsumeQueueExt", "flushIntervalCommitLog",
-    "commitIntervalCommitLog", "useReentrantLockWhenPutMessage", "flushCommitLogTimed",
-    "flushIntervalConsumeQueue", "cleanResourceInterval", "deleteCommitLogFilesInterval",
-    "deleteConsumeQueueFilesInterval", "destroyMapedFileIntervalForcibly", "redeleteHangedFileInterval",
-    "deleteWhen", "diskMaxUsedSpaceRatio", "fileReservedTime", "putMsgIndexHightWater", "maxMessageSize",
-    "checkCRCOnRecover", "flushCommitLogLeastPages", "commitCommitLogLeastPages",
-    "flushLeastPagesWhenWarmMapedFile", "flushConsumeQueueLeastPages", "flushCommitLogThoroughInterval",
-    "commitCommitLogThoroughInterval", "flushConsumeQueueThoroughInterval",
-    "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory",
-    "maxTransferBytesOnMessageInDisk", "maxTransferCountOnMessageInDisk", "accessMessageInMemoryMaxRatio",
-    "messageIndexEnable", "maxHashSlotNum", "maxIndexNum", "maxMsgsNumBatch", "messageIndexSafe",
-    "haListenPort", "haSendHeartbeatInterval", "haHousekeepingInterval", "haTransferBatchSize",
-    "haMasterAddress", "haSlaveFallbehindMax", "brokerRole", "flushDiskType", "syncFlushTimeout",
-    "slaveTimeout", "messageDelayLevel", "flushDelayOffsetInterval", "cleanFileForciblyEnable",
-    "warmMapedFileEnable", "offsetCheckInSlave", "debugLockEnable", "duplicationEnable",
-    "diskFallRecorded", "osPageCacheBusyTimeOutMills", "defaultQueryMaxNum", "transientStorePoolEnable",
-    "transientStorePoolSize", "fastFailIfNoBufferInStorePool", "enableDLegerCommitLog", "dLegerGroup",
-    "dLegerPeers", "dLegerSelfId", "preferredLeaderId", "isEnableBatchPush", "enableScheduleMessageStats",
-    "enableLmq", "enableMultiDispatch", "maxLmqConsumeQueueNum", "enableScheduleAsyncDeliver",
-    "scheduleAsyncDeliverMaxPendingLimit", "scheduleAsyncDeliverMaxResendNum2Blocked",
-]
-# Fields Java leaves null by default; object2Properties skips a null field, so does rocketq.
-JAVA_NULL_BY_DEFAULT = {
-    "namesrvAddr", "storePathCommitLog", "storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths",
-    "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId",
-}
-# rocketq's own keys, reported beside Java's (Java, too, reports any extra key its config file set).
-ROCKETQ_ONLY = {
-    "bindAddress", "channelExpiredTimeout", "compatibilityMode", "diskSpaceCleanForciblyRatio",
-    "diskSpaceWarningLevelRatio", "enableShutdownGracefully", "metricsPort", "reviveQueueNum",
-    "shutdownWaitTimeSeconds",
-}
-
 
 async def test_get_broker_config_answers_java_4_9_8_key_for_key(tmp_path: Path) -> None:
     async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
