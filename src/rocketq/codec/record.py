@@ -207,9 +207,10 @@ def store_timestamp_at(sys_flag: int | npt.NDArray[np.int64]) -> int | npt.NDArr
 
 _I4_AT: Final = struct.Struct(">i")
 _I2_AT: Final = struct.Struct(">h")
-# MAGICCODE, SYSFLAG and, when both hosts are IPv4, BODYLENGTH: one unpack for the usual record.
-_MAGIC_FLAG_BODY_LEN: Final = struct.Struct(
-    f">{MAGIC_AT}xi{SYS_FLAG_AT - MAGIC_AT - 4}xi{BODY_AT_V4 - 4 - SYS_FLAG_AT - 4}xi")
+# TOTALSIZE, MAGICCODE, SYSFLAG and, when both hosts are IPv4, BODYLENGTH: one unpack for the usual
+# record. PROPERTIES is a record's last field, so TOTALSIZE gives where its text ends.
+_SIZE_MAGIC_FLAG_BODY_LEN: Final = struct.Struct(
+    f">i{MAGIC_AT - 4}xi{SYS_FLAG_AT - MAGIC_AT - 4}xi{BODY_AT_V4 - 4 - SYS_FLAG_AT - 4}xi")
 
 
 def properties_span(record: bytes | bytearray | memoryview, at: int = 0) -> tuple[int, int]:
@@ -221,11 +222,11 @@ def properties_span(record: bytes | bytearray | memoryview, at: int = 0) -> tupl
 def properties_spans(data: bytes | bytearray | memoryview, offsets: Iterable[int]) -> list[tuple[int, int]]:
     """`properties_span` of each record starting at ``offsets`` in ``data`` (one call per batch)."""
     out = []
-    head = _MAGIC_FLAG_BODY_LEN.unpack_from
+    head = _SIZE_MAGIC_FLAG_BODY_LEN.unpack_from
     i4 = _I4_AT.unpack_from
     i2 = _I2_AT.unpack_from
     for at in offsets:
-        magic, sys_flag, body_len = head(data, at)
+        size, magic, sys_flag, body_len = head(data, at)
         if sys_flag & (_BORN_V6 | _STORE_V6):
             body = at + body_at(sys_flag)
             body_len = i4(data, body - 4)[0]
@@ -233,11 +234,10 @@ def properties_spans(data: bytes | bytearray | memoryview, offsets: Iterable[int
             body = at + BODY_AT_V4
         topic_len_at = body + body_len
         if magic == MAGIC_V2:
-            props_len_at = topic_len_at + 2 + i2(data, topic_len_at)[0]
+            start = topic_len_at + 4 + i2(data, topic_len_at)[0]
         else:
-            props_len_at = topic_len_at + 1 + data[topic_len_at]
-        start = props_len_at + 2
-        out.append((start, start + i2(data, props_len_at)[0]))
+            start = topic_len_at + 3 + data[topic_len_at]
+        out.append((start, at + size))
     return out
 
 

@@ -11,6 +11,7 @@ expression fails there, with its position (``FilterExpressionError``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Final
@@ -36,6 +37,9 @@ __all__ = [
 EXPRESSION_TAG: Final = "TAG"
 EXPRESSION_SQL92: Final = "SQL92"
 _MAX_COPY: Final = 1 << 20  # a batch of records spread wider than this is searched in place
+# Properties texts up to this long are matched with the values pattern (its look-aheads backtrack
+# from the end, so its cost grows with the text); longer ones are searched name by name.
+_PATTERN_SPAN: Final = 1024
 _CACHE_SIZE: Final = 4096  # results remembered per expression (by the values of the names it reads)
 
 
@@ -55,7 +59,7 @@ class FilterExpression:
     record lacking a required name is refused before any of that: the pre-filter.
     """
 
-    __slots__ = ("_cache", "_fn", "_keys", "_lookups", "expression", "names", "required", "tree")
+    __slots__ = ("_cache", "_fn", "_keys", "_lookups", "_values", "expression", "names", "required", "tree")
 
     def __init__(self, expression: str, tree: Node) -> None:
         self.expression = expression
@@ -68,6 +72,7 @@ class FilterExpression:
         # a required name that is absent ends the match at once (the pre-filter).
         self._lookups = tuple((b"\x02" + needle(n).encode(), len(needle(n)) + 1, n in self.required)
                               for n in self._keys)
+        self._values = _values_pattern(self._keys, self.required).match
         self._cache: dict[tuple[bytes | None, ...], bool] = {}
 
     def __repr__(self) -> str:
@@ -113,42 +118,53 @@ class FilterExpression:
         """The hot loop of a filtered pull: one call per batch of records, kept inline.
 
         Works on a private copy of the batch in which the byte before each properties text (the
-        low byte of its length) is set to \x02, so that every entry, the first included, is found
-        as "\x02name\x01"."""
+        low byte of its length) is set to \x02, so that every entry, the first included, starts
+        with "\x02name\x01". One match of the expression's values pattern then answers, in C,
+        the tuple of values a record's properties give the names (or no match when a required one
+        is absent); only a long properties text is searched name by name instead."""
         patched = bytearray(data)
         spans = properties_spans(patched, offsets)
         for p0, _ in spans:
             patched[p0 - 1] = 2
         text = bytes(patched)
-        rfind = text.rfind
-        find = text.find
-        out: list[int] = []
-        lookups = self._lookups
+        values_of = self._values
+        search = self._values_by_search
+        found = [values_of(text, p0 - 1, p1) if p1 - p0 <= _PATTERN_SPAN else search(text, p0 - 1, p1)
+                 for p0, p1 in spans]
         cache = self._cache
-        for j, (p0, p1) in enumerate(spans):
-            values: list[bytes | None] = []
-            for key, klen, required in lookups:
-                i = rfind(key, p0 - 1, p1)  # the last entry of the name wins
-                if i < 0:
-                    if required:
-                        break
-                    values.append(None)
-                    continue
-                v0 = i + klen
-                v1 = find(b"\x02", v0, p1)
-                if v1 < 0:
-                    v1 = p1
-                values.append(text[v0:v1] if v1 > v0 else _earlier_value(text, key, p0 - 1, i))
-            else:
-                key_values = tuple(values)
-                hit = cache.get(key_values)
-                if hit is None:
-                    hit = self._evaluate_values(key_values)
-                if hit:
-                    out.append(j)
-                    if len(out) >= limit:
-                        break
+        out: list[int] = []
+        for j, m in enumerate(found):
+            if m is None:
+                continue
+            values = m.groups()
+            hit = cache.get(values)
+            if hit is None:
+                hit = self._evaluate_values(values)
+            if hit:
+                out.append(j)
+                if len(out) >= limit:
+                    break
         return out
+
+    def _values_by_search(self, text: bytes, start: int, end: int) -> _Found | None:
+        """What the values pattern answers, found with rfind: linear in the text whatever its size."""
+        values: list[bytes | None] = []
+        for key, klen, required in self._lookups:
+            i = text.rfind(key, start, end)  # the last entry of the name wins
+            if i < 0:
+                if required:
+                    return None
+                values.append(None)
+                continue
+            v0 = i + klen
+            v1 = text.find(b"\x02", v0, end)
+            if v1 < 0:
+                v1 = end
+            value = text[v0:v1] if v1 > v0 else _earlier_value(text, key, start, i)
+            if value is None and required:
+                return None
+            values.append(value)
+        return _Found(values)
 
     def _evaluate_values(self, values: tuple[bytes | None, ...]) -> bool:
         decoded = {k: v.decode("utf-8", "replace") for k, v in zip(self._keys, values, strict=True)
@@ -159,6 +175,27 @@ class FilterExpression:
             cache.clear()
         cache[values] = hit
         return hit
+
+
+class _Found(tuple[bytes | None, ...]):
+    """Values found by search, answering ``groups()`` as a match of the values pattern does."""
+
+    __slots__ = ()
+
+    def groups(self) -> tuple[bytes | None, ...]:
+        return tuple(self)
+
+
+def _values_pattern(keys: Sequence[str], required: frozenset[str]) -> re.Pattern[bytes]:
+    """One look-ahead per name, in ``keys`` order, each capturing the value of the name's last
+    entry with a non-empty value (the greedy ``.*`` backtracks from the end, and ``[^\x02]+``
+    skips an empty one as ``decode_properties`` does); a required name's look-ahead must match,
+    the others may capture nothing (None)."""
+    parts = []
+    for name in keys:
+        look = b"(?=.*\x02" + re.escape(needle(name).encode()) + b"([^\x02]+))"
+        parts.append(look if name in required else b"(?:" + look + b")?")
+    return re.compile(b"".join(parts), re.DOTALL)
 
 
 def _earlier_value(text: bytes, key: bytes, start: int, end: int) -> bytes | None:

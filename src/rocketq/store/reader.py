@@ -104,14 +104,19 @@ def _filter_records(cl: CommitLog, phys: np.ndarray, sizes: np.ndarray, idx: np.
         ci = idx[c0:c0 + step]
         pc = phys[ci]
         ec = pc + sizes[ci]
-        base = int(pc[0])
-        span = cl.read(base, int(ec.max()) - base)
+        p_l = pc.tolist()
+        e_l = ec.tolist()
+        base = p_l[0]
+        span = cl.read(base, max(e_l) - base)
         chunk = ci.tolist()
         if span is not None:
-            hits = record_filter(span, (pc - base).tolist(), max_count - len(kept))
-            kept.extend(chunk[j] for j in hits)
+            hits = record_filter(span, [p - base for p in p_l], max_count - len(kept))
+            if len(hits) == len(chunk):  # every candidate passed: the common case of a broad filter
+                kept.extend(chunk)
+            else:
+                kept.extend(chunk[j] for j in hits)
         else:  # the stretch crosses segments: one record at a time
-            for i, p, e in zip(chunk, pc.tolist(), ec.tolist(), strict=True):
+            for i, p, e in zip(chunk, p_l, e_l, strict=True):
                 one = cl.read(p, e - p)
                 if one is not None and record_filter(one, (0,), 1):
                     kept.append(i)

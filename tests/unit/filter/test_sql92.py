@@ -209,3 +209,31 @@ def test_select_records_in_a_mapped_view(gap: int) -> None:
     assert f.select_records(view, offsets, 10) == [0, 2, 3, 4]
     assert f.select_records(view, offsets, 2) == [0, 2]
     assert f.select_records(bytes(buf), offsets[1:], 1) == [1]
+
+
+@pytest.mark.parametrize("pad", [0, 2000], ids=["pattern", "long-properties-search"])
+def test_stored_values_follow_decode_properties_rules(pad: int) -> None:
+    """Both ways of reading values from a stored record (one pattern match, or a search per name
+    for a long properties text) give what decode_properties gives: the last non-empty entry of a
+    name, whole names only, None for an optional name that is absent."""
+    def doctored(props: dict[str, str], old: bytes, new: bytes) -> bytes:
+        record = _record({**props, "zpad": "p" * pad})
+        assert len(old) == len(new) and record.count(old) == 1
+        return record.replace(old, new)
+
+    f = compile_sql92("a = '2' AND (xa IS NULL OR xa = 'q')")
+    assert f.matches_record(_record({"a": "2", "zpad": "p" * pad}))
+    # "b" renamed to "a": two entries of a, the last one wins
+    assert f.matches_record(doctored({"a": "1", "b": "2"}, b"\x02b\x012", b"\x02a\x012"))
+    assert not f.matches_record(doctored({"a": "2", "b": "1"}, b"\x02b\x011", b"\x02a\x011"))
+    # the last entry of a is empty: it does not count and the earlier one answers
+    record = doctored({"a": "2", "c": ""}, b"\x02c\x01\x02", b"\x02a\x01\x02")
+    assert f.matches_record(record)
+    # "xa" is another name; its value q keeps the optional branch TRUE, r makes it FALSE
+    assert f.matches_record(_record({"xa": "q", "a": "2", "zpad": "p" * pad}))
+    assert not f.matches_record(_record({"xa": "r", "a": "2", "zpad": "p" * pad}))
+    assert not f.matches_record(_record({"xa": "q", "zpad": "p" * pad}))
+    # "$" is a regular-expression character and a name character
+    g = compile_sql92("$a = 'x'")
+    assert g.matches_record(_record({"$a": "x", "zpad": "p" * pad}))
+    assert not g.matches_record(_record({"a": "x", "zpad": "p" * pad}))
