@@ -1,7 +1,8 @@
 """The sink of the "rocketq" format: DataFrame rows -> messages, batch and streaming.
 
 Columns: ``body`` (binary or string, required), ``topic`` (or option topic), ``keys``, ``tags``
-(strings) and ``properties`` (map<string,string>); others are ignored. Each task builds
+(strings), ``properties`` (map<string,string>) and ``queue_id`` (an integer naming the queue,
+with ``broker`` naming its broker when the topic is on several); others are ignored. Each task builds
 SEND_BATCH_MESSAGE bodies for a whole Arrow batch with Arrow compute and numpy (properties
 strings, record headers, UNIQ_KEYs, queue choice), then keeps ``sendWindow`` batches in flight.
 
@@ -37,7 +38,8 @@ log = logging.getLogger("rocketq.spark")
 AUTO_CREATE_TOPIC = "TBW102"
 MAX_BATCH_BYTES = 3 << 20  # under the broker's 4 MiB maxMessageSize for a whole batch body
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-_ACCEPTED = {"body", "topic", "keys", "tags", "properties"}
+_ACCEPTED = {"body", "topic", "keys", "tags", "properties", "queue_id", "broker"}
+_INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
 
 
 @dataclass
@@ -49,7 +51,16 @@ class RocketQCommit(WriterCommitMessage):
 
 
 def check_columns(schema_string: str, opts: WriteOptions) -> None:
-    names = {part.split(":", 1)[0] for part in _top_level_fields(schema_string)}
+    types = dict(part.split(":", 1) for part in _top_level_fields(schema_string) if ":" in part)
+    names = set(types) | {part.split(":", 1)[0] for part in _top_level_fields(schema_string)}
+    if "queue_id" in names and types.get("queue_id") not in _INTEGER_TYPES:
+        raise SparkOptionError("queue_id", f"the queue_id column must be an integer, not "
+                                           f"{types.get('queue_id')}")
+    if "broker" in names and "queue_id" not in names:
+        raise SparkOptionError("broker", "a broker column names the broker of a queue_id column, "
+                                         "which is missing")
+    if "queue_id" in names and opts.queue_key_column is not None:
+        raise SparkOptionError("queueKeyColumn", "give a queue_id column or queueKeyColumn, not both")
     if "body" not in names:
         raise SparkOptionError("body", "the data to write needs a body column (binary or string)")
     if "topic" not in names and opts.topic is None:
@@ -163,6 +174,36 @@ def java_hashes(col: pa.Array) -> npt.NDArray[np.int64]:
     return out
 
 
+def chosen_queues(topic: str, queues: list[QueueRef], queue_ids: pa.Array,
+                  brokers: pa.Array | None) -> npt.NDArray[np.int64]:
+    """Per row, the index in ``queues`` of the queue its ``queue_id`` (and ``broker``) name, or -1
+    for a null queue_id (the sink's usual choice). A queue id is ambiguous on a topic several
+    brokers hold, so there the row must name its broker; a queue that is not one of the topic's
+    writable queues fails the write, naming the ones there are."""
+    index = {(q.broker, q.queue_id): i for i, q in enumerate(queues)}
+    held = sorted({q.broker for q in queues})
+    ids = queue_ids.to_pylist()
+    names = brokers.to_pylist() if brokers is not None else [None] * len(ids)
+    out = np.full(len(ids), -1, dtype=np.int64)
+    for row, (qid, broker) in enumerate(zip(ids, names, strict=True)):
+        if qid is None:
+            continue
+        if broker is None:
+            if len(held) > 1:
+                raise SparkOptionError("queue_id", f"topic {topic!r} is on brokers {', '.join(held)}: "
+                                                   f"give the row's broker in a broker column")
+            broker = held[0]
+        i = index.get((broker, qid))
+        if i is None:
+            ids_there = sorted(q.queue_id for q in queues if q.broker == broker)
+            where = f"its writable queues on {broker!r} are {ids_there}" if ids_there else \
+                f"the topic is on {', '.join(held)}"
+            raise SparkOptionError("queue_id", f"topic {topic!r} has no writable queue {qid} on broker "
+                                               f"{broker!r}: {where}")
+        out[row] = i
+    return out
+
+
 def encode_records(batch: pa.RecordBatch, uniq: UniqIds, extra: dict[str, str]) -> pa.Array:
     """One batch-body record (§3.4) per row, as a binary array whose data buffer is the rows'
     records back to back: TOTALSIZE MAGIC BODYCRC FLAG BODYLEN BODY PROPLEN PROPERTIES."""
@@ -266,16 +307,23 @@ class _Sender:
         records = encode_records(batch, self.uniq, self.extra)
         n = batch.num_rows
         requests: list[tuple[QueueRef, memoryview, int]] = []
+        names = batch.schema.names
         key = self.opts.queue_key_column
-        if key is not None:
-            h = java_hashes(batch.column(batch.schema.names.index(key)))
-            qidx = np.abs(h) % len(queues)
+        qidx: npt.NDArray[np.int64] | None = None  # per row: an index into queues, -1 for any
+        if "queue_id" in names:
+            broker = batch.column(names.index("broker")) if "broker" in names else None
+            qidx = chosen_queues(topic, queues, batch.column(names.index("queue_id")), broker)
+        elif key is not None:
+            qidx = np.abs(java_hashes(batch.column(names.index(key)))) % len(queues)
+        if qidx is not None:
             order = np.argsort(qidx, kind="stable")
-            bounds = np.searchsorted(qidx[order], np.arange(len(queues) + 1))
-            for q in range(len(queues)):
-                rows = order[bounds[q] : bounds[q + 1]]
+            bounds = np.searchsorted(qidx[order], np.arange(-1, len(queues) + 1))
+            for q in range(-1, len(queues)):
+                rows = order[bounds[q + 1] : bounds[q + 2]]
                 for body, count in _chunks(records, rows.astype(np.int64), self.opts.batch_size):
-                    requests.append((queues[q], body, count))
+                    if q < 0:
+                        self.rr += 1
+                    requests.append((queues[q if q >= 0 else self.rr % len(queues)], body, count))
         else:
             for body, count in _chunks(records, np.arange(n, dtype=np.int64), self.opts.batch_size):
                 self.rr += 1
