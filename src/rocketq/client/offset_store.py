@@ -22,6 +22,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from rocketq.client.condition_log import ConditionLog
 from rocketq.codec import fastjson
 from rocketq.codec.bodies import MessageQueue
 from rocketq.codec.bodies.client import mq_table
@@ -116,6 +117,9 @@ class RemoteBrokerOffsetStore(OffsetStore):
         # same value again could only move the broker back: a queue taken over and dropped again
         # before consuming anything would otherwise overwrite what its other owner stored since.
         self._on_broker: dict[MessageQueue, int] = {}
+        # A broker that is gone fails every read and write of each of its queues, every few
+        # seconds, until it is back: one WARNING per broker and direction while it lasts.
+        self._failing = ConditionLog(log, logging.WARNING)
 
     async def _broker_addr(self, mq: MessageQueue) -> str:
         client = self._client
@@ -138,8 +142,11 @@ class RemoteBrokerOffsetStore(OffsetStore):
         except Exception as e:
             if getattr(e, "code", None) == ResponseCode.QUERY_NOT_FOUND:
                 return OFFSET_NOT_FOUND
-            log.warning("fetchConsumeOffsetFromBroker exception, mq=%s: %s", mq, e)
+            self._failing.report(("read", mq.broker_name), "failing",
+                                 "fetchConsumeOffsetFromBroker exception, mq=%s: %s (said once per broker "
+                                 "until a read from it succeeds)", mq, e)
             return OFFSET_READ_ERROR
+        self._failing.clear(("read", mq.broker_name))
         if offset < 0:
             return OFFSET_NOT_FOUND
         self.update_offset(mq, offset, False)
@@ -181,8 +188,11 @@ class RemoteBrokerOffsetStore(OffsetStore):
             await self.update_consume_offset_to_broker(mq, offset)
             log.log(level, "[%s] Group: %s ClientId: %s updateConsumeOffsetToBroker %s %d",
                     caller, self.group_name, self._client.client_id, mq, offset)
+            self._failing.clear(("write", mq.broker_name))
         except Exception as e:
-            log.error("updateConsumeOffsetToBroker exception, %s: %s", mq, e)
+            self._failing.report(("write", mq.broker_name), "failing",
+                                 "updateConsumeOffsetToBroker exception, %s: %s (said once per broker "
+                                 "until a write to it succeeds)", mq, e)
 
     async def update_consume_offset_to_broker(
         self, mq: MessageQueue, offset: int, is_oneway: bool = True

@@ -8,6 +8,7 @@ consumer restart) so persistence is checked the same way for both.
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,28 @@ class TestRemoteBrokerOffsetStore(OffsetStoreConformance):
         with pytest.raises(BrokerNotFound):
             await store.update_consume_offset_to_broker(lost, 3)
         assert env.route_updates == ["TopicA", "TopicA"]  # a route refresh was tried each time
+
+    async def test_a_gone_broker_is_one_warning_per_direction_until_it_is_back(
+        self, env: _BrokerClient, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        store = self.new_store(env)
+        real = env.addrs.pop("broker-a")
+        caplog.set_level(logging.WARNING, logger="rocketq.client")
+        for _ in range(3):
+            for mq in (Q0, Q1):
+                assert await store.read_offset(mq, STORE) == -2
+                store.update_offset(mq, 5, False)
+            await store.persist_all([Q0, Q1])
+        lines = [r.getMessage() for r in caplog.records]
+        assert sum("fetchConsumeOffsetFromBroker" in line for line in lines) == 1
+        assert sum("updateConsumeOffsetToBroker" in line for line in lines) == 1
+        env.addrs["broker-a"] = real  # back: the next failure is news again
+        await store.persist_all([Q0])
+        assert await store.read_offset(Q0, STORE) == 5
+        del env.addrs["broker-a"]
+        caplog.clear()
+        assert await store.read_offset(Q1, STORE) == -2
+        assert [r.levelno for r in caplog.records] == [logging.WARNING]
 
 
 class TestLocalFileOffsetStore(OffsetStoreConformance):

@@ -58,7 +58,10 @@ class PullMessageService:
 
     def execute_pull_request_later(self, request: PullRequest, delay: float) -> None:
         if self._stopped:
-            log.warning("PullMessageServiceScheduledThread has shutdown, drop %s", request)
+            # A pull answered after stop() asks for its next round: expected at every ordinary
+            # shutdown. Java says it at WARN into its own client log file; here it would reach the
+            # application's stderr each time, so DEBUG.
+            log.debug("PullMessageServiceScheduledThread has shutdown, drop %s", request)
             return
         task = self._tasks.get(request)
         if task is not None and not task.done():
