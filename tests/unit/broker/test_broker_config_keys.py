@@ -45,3 +45,20 @@ async def test_no_key_rocketq_does_not_honour_can_be_updated(tmp_path: Path) -> 
             remark = r.remark or ""
             assert f.key in remark and ("not honoured" in remark or "path or command" in remark), remark
         assert (await invoke(client, broker.address, RequestCode.GET_BROKER_CONFIG)).body_bytes() == before
+
+
+async def test_an_accepted_update_is_written_to_broker_properties(tmp_path: Path) -> None:
+    """As Java's Configuration.persist: the whole configuration, after each accepted update."""
+    async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
+        path = Path(broker.store_config.store_path_root_dir) / "config" / "broker.properties"
+        assert not path.exists()  # nothing changed yet
+        r = await invoke(client, broker.address, RequestCode.UPDATE_BROKER_CONFIG, body=b"regionId=Mars\n")
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        written = {s.key: str(s.value) for s in parse_properties(path.read_text())}
+        served = (await invoke(client, broker.address, RequestCode.GET_BROKER_CONFIG)).body_bytes().decode()
+        assert written == {s.key: str(s.value) for s in parse_properties(served)}
+        assert written["regionId"] == "Mars" and written["listenPort"] == str(broker.listen_port)
+        # a refused update writes nothing
+        path.unlink()
+        r = await invoke(client, broker.address, RequestCode.UPDATE_BROKER_CONFIG, body=b"haListenPort=1\n")
+        assert r.code == ResponseCode.NO_PERMISSION and not path.exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -46,6 +47,7 @@ from rocketq.codec.headers import (
     header,
 )
 from rocketq.config import dump_properties, parse_properties
+from rocketq.configfile import write_atomically
 from rocketq.errors import (
     ConfigError,
     InvalidParameter,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from rocketq.codec.command import RemotingCommand
 
 log = logging.getLogger("rocketq.broker.admin")
+BROKER_PROPERTIES = "broker.properties"  # BrokerPathConfigHelper's file name, under the store's config/
 
 MAX_QUEUE_NUMS = 1024
 
@@ -494,14 +497,9 @@ class AdminBrokerProcessor:
 
     def get_broker_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         ctl = self._ctl
-        text = dump_properties(ctl.configs)
-        # A broker started with port 0 listens on the port the system picked: report that one.
-        lines = [f"listenPort={ctl.listen_port}" if line.startswith("listenPort=") else line
-                 for line in text.splitlines()]
-        text = "".join(line + "\n" for line in lines)
         return request.make_response(ResponseCode.SUCCESS, None,
                                      {"version": ctl.config_data_version.to_json().decode()},
-                                     text.encode())
+                                     broker_config_text(ctl).encode())
 
     def update_broker_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
         raw = request.body_bytes()
@@ -518,7 +516,28 @@ class AdminBrokerProcessor:
             return request.make_response(ResponseCode.SUCCESS)
         log.info("updateBrokerConfig called by %s: %s", channel.remote_address, sorted(updates))
         self._ctl.update_configs(updates)
+        persist_broker_config(self._ctl)
         return request.make_response(ResponseCode.SUCCESS)
+
+
+def broker_config_text(ctl: BrokerController) -> str:
+    """Configuration.getAllConfigsFormatString: every key with RocketMQ's name; a broker started
+    with port 0 reports the port the system picked."""
+    lines = [f"listenPort={ctl.listen_port}" if line.startswith("listenPort=") else line
+             for line in dump_properties(ctl.configs).splitlines()]
+    return "".join(line + "\n" for line in lines)
+
+
+def persist_broker_config(ctl: BrokerController) -> None:
+    """After an accepted update, as Java's Configuration.persist: the whole configuration to
+    ``<storePathRootDir>/config/broker.properties`` (a record of what runs; rocketq reads its
+    config from ``-c`` and the other sources at start, so ``-c`` on this file keeps the updates
+    across a restart). Written synchronously, so two updates never race on the file."""
+    path = Path(ctl.store_config.store_path_root_dir).expanduser() / "config" / BROKER_PROPERTIES
+    try:
+        write_atomically(path, broker_config_text(ctl).encode())
+    except OSError as exc:  # the update holds in memory; only its record failed
+        log.error("persist broker config to %s failed: %s", path, exc)
 
 
 def refuse_update(exc: ConfigError) -> NoPermission:
