@@ -449,10 +449,11 @@ SMALL_STORE = small_store()
 AS_4_9: Final = ("--set", "compatibilityMode=4.9")
 
 
-def module_cluster(name: str, *args: str, also_as_4_9: bool = False) -> Any:
+def module_cluster(name: str, *args: str, also_as_4_9: bool = False, slow_as_4_9: bool = False) -> Any:
     """A module-scoped pytest fixture running one real `rocketq up` for every test of the module;
     with ``also_as_4_9``, the module runs twice: against the broker as it is (test ids end in
-    ``[rocketq]``) and in its 4.9 compatibility mode (``[as-4.9]``)."""
+    ``[rocketq]``) and in its 4.9 compatibility mode (``[as-4.9]``). ``slow_as_4_9`` marks the second
+    run ``slow`` (`make test-all` only), for a module whose run alone takes a minute."""
     import pytest
 
     def run(tmp_path_factory: pytest.TempPathFactory, mode: tuple[str, ...]) -> Any:
@@ -471,7 +472,9 @@ def module_cluster(name: str, *args: str, also_as_4_9: bool = False) -> Any:
 
     modes = {"rocketq": (), "as-4.9": AS_4_9}
 
-    @pytest.fixture(scope="module", params=list(modes), name="cluster")
+    params = ["rocketq", pytest.param("as-4.9", marks=pytest.mark.slow) if slow_as_4_9 else "as-4.9"]
+
+    @pytest.fixture(scope="module", params=params, name="cluster")
     def cluster_in_mode(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield from run(tmp_path_factory, modes[request.param])
 

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.timeout(60)]
 CLUSTER = "DefaultCluster"
 
 
-cluster = module_cluster("admin-cluster", *SMALL_STORE)
+cluster = module_cluster("admin-cluster", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 
 def _broker_name(admin: AdminRun) -> str:

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.timeout(90)]
 CLUSTER = "DefaultCluster"
 
 
-cluster = module_cluster("admin-group", *SMALL_STORE)
+cluster = module_cluster("admin-group", *SMALL_STORE, also_as_4_9=True)
 
 
 def _lag(progress: dict[str, Any]) -> dict[int, int]:
@@ -151,6 +151,7 @@ async def test_config_lookups_use_5x_codes_only_with_a_broker_announcing_5x(clus
     from rocketq.admin import AdminClient
 
     async with AdminClient(cluster.namesrv) as a:
+        as_4_9 = (await a.get_broker_config(cluster.broker))["compatibilityMode"] == "4.9"
         codes: list[int] = []
         invoke = a._remoting.invoke  # type: ignore[union-attr]
 
@@ -167,6 +168,11 @@ async def test_config_lookups_use_5x_codes_only_with_a_broker_announcing_5x(clus
         assert codes[1:] == [21, 201]  # our broker announces V4_9_4: the whole tables, as 4.x's mqadmin
         versions = a.api.broker_versions
         versions[cluster.broker] = 413  # as if the broker had announced V5_0_0 ...
+        if as_4_9:
+            # ... which a 4.9 broker never does: it refuses the 5.x code, as the mode is meant to
+            with pytest.raises(rocketq.errors.RequestCodeNotSupported):  # type: ignore[attr-defined]
+                await a.examine_topic_config(cluster.broker, "TBW102")
+            return
         topic_5x = await a.examine_topic_config(cluster.broker, "TBW102")
         assert versions[cluster.broker] == 401  # ... until its next answer says otherwise
         versions[cluster.broker] = 413

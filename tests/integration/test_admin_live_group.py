@@ -23,7 +23,7 @@ CLUSTER = "DefaultCluster"
 N = 10
 
 
-cluster = module_cluster("admin-live", *SMALL_STORE)
+cluster = module_cluster("admin-live", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 
 def _topic_and_clients(

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.timeout(60)]
 CLUSTER = "DefaultCluster"
 
 
-cluster = module_cluster("admin-msg", *SMALL_STORE)
+cluster = module_cluster("admin-msg", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.timeout(60)]
 CLUSTER = "DefaultCluster"
 
 
-cluster = module_cluster("admin-topic", *SMALL_STORE)
+cluster = module_cluster("admin-topic", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 
 def test_topic_lifecycle(cluster: Cluster, admin: AdminRun) -> None:

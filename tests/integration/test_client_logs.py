@@ -18,7 +18,7 @@ from rocketq.errors import RemotingConnectError, TopicRouteNotFound
 
 pytestmark = [pytest.mark.timeout(90)]
 
-cluster = module_cluster("client_logs", *SMALL_STORE)
+cluster = module_cluster("client_logs", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 
 def client_records(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:

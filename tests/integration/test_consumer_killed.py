@@ -27,7 +27,7 @@ from tests.integration.test_consumer_clustering import (
 
 pytestmark = [pytest.mark.timeout(90)]
 
-cluster = module_cluster("killed", *SMALL_STORE)
+cluster = module_cluster("killed", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 # The victim: one push consumer printing "<uniq key>" per delivered message, flushed at once, so
 # what it consumed before the kill is on disk whatever state it dies in.

@@ -32,7 +32,7 @@ from rocketq.client.producer import Producer
 THREADS = 4  # consumeThreadMax of every member: the in-flight bound per member and move
 QUEUES = 16
 
-cluster = module_cluster("redelivery", *SMALL_STORE)
+cluster = module_cluster("redelivery", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 
 class Tally:

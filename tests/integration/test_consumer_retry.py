@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.harness import Cluster, start_cluster, unique_name, wait_until
+from tests.harness import Cluster, module_cluster, unique_name, wait_until
 from tests.wire import create_topic, decode_pull, get_route, pull
 
 from rocketq.aio import PushConsumer
@@ -42,13 +41,7 @@ SERVER_ARGS = (
 )
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("retry"), *SERVER_ARGS)
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = module_cluster("retry", *SERVER_ARGS, also_as_4_9=True)
 
 
 async def make_topic(cluster: Cluster, queues: int = 2) -> str:

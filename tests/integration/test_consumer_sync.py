@@ -19,7 +19,7 @@ pytestmark = [
 
 
 
-cluster = module_cluster("sync", *SMALL_STORE)
+cluster = module_cluster("sync", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 
 def test_the_issue_example(cluster: Cluster) -> None:

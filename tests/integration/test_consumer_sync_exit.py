@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.timeout(120)]
 QUEUES = 4
 MESSAGES = 20
 
-cluster = module_cluster("sync_exit", *SMALL_STORE)
+cluster = module_cluster("sync_exit", *SMALL_STORE, also_as_4_9=True, slow_as_4_9=True)
 
 SCRIPT = textwrap.dedent(
     """

@@ -16,7 +16,7 @@ import rocketq
 ROOT = Path(__file__).resolve().parents[2]
 SRC = Path(rocketq.__file__).resolve().parents[1]
 
-cluster = module_cluster("newcomer")
+cluster = module_cluster("newcomer", also_as_4_9=True, slow_as_4_9=True)
 
 
 def _quickstart() -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.harness import (
+    AS_4_9,
     Server,
     namesrv_and_brokers,
     small_store,
@@ -34,10 +35,11 @@ pytestmark = [pytest.mark.timeout(90)]
 SMALL_STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[list[Server]]:
-    """[name server, broker-a, broker-b]."""
-    with namesrv_and_brokers(tmp_path, ("broker-a", "broker-b"), *SMALL_STORE) as started:
+@pytest.fixture(params=["rocketq", "as-4.9"])
+def servers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[list[Server]]:
+    """[name server, broker-a, broker-b]; the brokers as they are, or as strict as a 4.9 broker."""
+    mode = AS_4_9 if request.param == "as-4.9" else ()
+    with namesrv_and_brokers(tmp_path, ("broker-a", "broker-b"), *SMALL_STORE, *mode) as started:
         yield started
 
 

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.timeout(120)]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "request_reply.py"
 REPLY_TOPIC = "DefaultCluster_REPLY_TOPIC"
 
-cluster = module_cluster("reqreply", *SMALL_STORE)
+cluster = module_cluster("reqreply", *SMALL_STORE, also_as_4_9=True)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.timeout(90)]
 NOT_SUPPORTED = "The broker does not support consumer to filter message by SQL92"
 EXPRESSION = "region = 'eu' AND amount > 100"
 
-cluster = module_cluster("sql92", *SMALL_STORE, "--set", "enablePropertyFilter=true")
+cluster = module_cluster("sql92", *SMALL_STORE, "--set", "enablePropertyFilter=true",
+                         also_as_4_9=True)
 
 
 def _orders() -> list[tuple[str, dict[str, str]]]:
