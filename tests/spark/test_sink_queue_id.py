@@ -3,6 +3,8 @@ column type fails with one line naming it."""
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pytest
 from tests.spark.conftest import make_topic
@@ -67,3 +69,31 @@ def test_sink_refuses_a_bad_queue_id_in_one_line(spark, cluster):
     text = spark.createDataFrame([(b"x", "1")], "body binary, queue_id string")
     with pytest.raises(Exception, match="the queue_id column must be an integer"):
         write(text)
+
+
+def test_sink_delays_rows_with_a_delay_level(spark, cluster):
+    """A batch cannot carry a delay level: such rows go one by one, through SCHEDULE_TOPIC_XXXX."""
+    topic = make_topic(cluster, queues=2)
+    rows = [(f"d{i}".encode(), 1 if i % 4 == 0 else None, i % 2) for i in range(40)]
+    (spark.createDataFrame(rows, "body binary, delay_level int, queue_id int")
+     .write.format("rocketq").option("namesrv", cluster.namesrv).option("topic", topic).mode("append").save())
+    deadline = time.monotonic() + 60
+    while True:
+        back = {bytes(r.body): r for r in spark.read.format("rocketq").option("namesrv", cluster.namesrv)
+                .option("topic", topic).load().collect()}
+        if len(back) == len(rows) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert set(back) == {b for b, _, _ in rows}
+    for body, level, qid in rows:
+        r = back[body]
+        assert r.queue_id == qid
+        waited = (r.store_timestamp - r.born_timestamp).total_seconds()
+        if level:  # level 1 is 1 s: re-put by the schedule service, which keeps REAL_TOPIC
+            assert waited >= 0.9 and r.properties.get("REAL_TOPIC") == topic, (body, waited)
+        else:
+            assert "REAL_TOPIC" not in r.properties
+    bad = spark.createDataFrame([(b"x", -1)], "body binary, delay_level int")
+    with pytest.raises(Exception, match="a delay level is >= 1"):
+        (bad.write.format("rocketq").option("namesrv", cluster.namesrv).option("topic", topic)
+         .mode("append").save())

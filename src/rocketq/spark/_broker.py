@@ -253,17 +253,25 @@ class BrokerSession:
     def sender(self, producer_group: str, window: int = 8) -> SendPipeline:
         return SendPipeline(self, producer_group, window)
 
-    async def _send_one(self, ref: QueueRef, body: bytes | memoryview, count: int, group: str) -> int:
+    async def _send_one(self, ref: QueueRef, body: bytes | memoryview, count: int, group: str,
+                        properties: str | None = None) -> int:
+        """A SEND_BATCH_MESSAGE of ``count`` encoded messages, or with ``properties`` one message
+        (SEND_MESSAGE_V2): what a batch cannot carry, such as a delay level, goes alone."""
+        single = properties is not None
         header = SendMessageRequestHeader(
             producer_group=group, topic=ref.topic, default_topic="TBW102", default_topic_queue_nums=4,
-            queue_id=ref.queue_id, sys_flag=0, born_timestamp=_now_ms(), flag=0, properties="",
-            reconsume_times=0, unit_mode=False, batch=True, broker_name=ref.broker,
+            queue_id=ref.queue_id, sys_flag=0, born_timestamp=_now_ms(), flag=0, properties=properties or "",
+            reconsume_times=0, unit_mode=False, batch=not single, broker_name=ref.broker,
         )
-        request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header.to_ext_v2(), body)
+        code = RequestCode.SEND_MESSAGE_V2 if single else RequestCode.SEND_BATCH_MESSAGE
+        request = RemotingCommand.request(code, header.to_ext_v2(), body)
         response = await self._remoting.invoke(ref.addr, request, self.timeout * 2)
         if response.code not in SEND_OK_CODES:
             raise for_code(response.code, response.remark, broker_addr=ref.addr, topic=ref.topic)
         return count
+
+
+SendItem = tuple[QueueRef, bytes | memoryview, int, str | None]
 
 
 class SendPipeline:
@@ -283,8 +291,9 @@ class SendPipeline:
         self.sent = 0
         self.requests = 0
 
-    def submit(self, requests: Iterable[tuple[QueueRef, bytes | memoryview, int]]) -> None:
-        """Queue the sends; returns once all are in flight (blocks only while the window is full)."""
+    def submit(self, requests: Iterable[SendItem]) -> None:
+        """Queue the sends; returns once all are in flight (blocks only while the window is full).
+        An item is (queue, batch body, message count, None) or (queue, body, 1, properties)."""
         items = list(requests)
         if items:
             self._call(self._submit(items))
@@ -307,12 +316,13 @@ class SendPipeline:
             self.cancel()
             raise SourceUnavailableError(f"send failed: {e}") from None
 
-    async def _submit(self, items: list[tuple[QueueRef, bytes | memoryview, int]]) -> None:
-        for ref, body, count in items:
+    async def _submit(self, items: list[SendItem]) -> None:
+        for ref, body, count, properties in items:
             while len(self._tasks) >= self._window:
                 done, self._tasks = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
                 self._collect(done)
-            self._tasks.add(asyncio.ensure_future(self._session._send_one(ref, body, count, self._group)))
+            send = self._session._send_one(ref, body, count, self._group, properties)
+            self._tasks.add(asyncio.ensure_future(send))
             self.requests += 1
 
     async def _drain(self) -> None:

@@ -1,8 +1,9 @@
 """The sink of the "rocketq" format: DataFrame rows -> messages, batch and streaming.
 
 Columns: ``body`` (binary or string, required), ``topic`` (or option topic), ``keys``, ``tags``
-(strings), ``properties`` (map<string,string>) and ``queue_id`` (an integer naming the queue,
-with ``broker`` naming its broker when the topic is on several); others are ignored. Each task builds
+(strings), ``properties`` (map<string,string>), ``queue_id`` (an integer naming the queue, with
+``broker`` naming its broker when the topic is on several) and ``delay_level`` (RocketMQ's delay
+level; such rows are sent one by one, as a batch cannot carry one); others are ignored. Each task builds
 SEND_BATCH_MESSAGE bodies for a whole Arrow batch with Arrow compute and numpy (properties
 strings, record headers, UNIQ_KEYs, queue choice), then keeps ``sendWindow`` batches in flight.
 
@@ -29,7 +30,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from rocketq.codec.message import MAX_PROPERTIES_LENGTH
-from rocketq.spark._broker import BrokerSession, QueueRef
+from rocketq.spark._broker import BrokerSession, QueueRef, SendItem
 from rocketq.spark.errors import SparkOptionError
 from rocketq.spark.options import WriteOptions
 
@@ -38,7 +39,7 @@ log = logging.getLogger("rocketq.spark")
 AUTO_CREATE_TOPIC = "TBW102"
 MAX_BATCH_BYTES = 3 << 20  # under the broker's 4 MiB maxMessageSize for a whole batch body
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-_ACCEPTED = {"body", "topic", "keys", "tags", "properties", "queue_id", "broker"}
+_ACCEPTED = {"body", "topic", "keys", "tags", "properties", "queue_id", "broker", "delay_level"}
 _INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
 
 
@@ -59,6 +60,9 @@ def check_columns(schema_string: str, opts: WriteOptions) -> None:
     if "broker" in names and "queue_id" not in names:
         raise SparkOptionError("broker", "a broker column names the broker of a queue_id column, "
                                          "which is missing")
+    if "delay_level" in names and types.get("delay_level") not in _INTEGER_TYPES:
+        raise SparkOptionError("delay_level", f"the delay_level column must be an integer, not "
+                                              f"{types.get('delay_level')}")
     if "queue_id" in names and opts.queue_key_column is not None:
         raise SparkOptionError("queueKeyColumn", "give a queue_id column or queueKeyColumn, not both")
     if "body" not in names:
@@ -174,6 +178,20 @@ def java_hashes(col: pa.Array) -> npt.NDArray[np.int64]:
     return out
 
 
+def delay_levels(batch: pa.RecordBatch) -> npt.NDArray[np.int64] | None:
+    """Each row's delay level from a ``delay_level`` column (0 for null or none), or None without
+    the column. RocketMQ's levels start at 1; a negative one fails the write."""
+    names = batch.schema.names
+    if "delay_level" not in names:
+        return None
+    column = pc.fill_null(batch.column(names.index("delay_level")), 0)
+    levels: npt.NDArray[np.int64] = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if len(levels) and int(levels.min()) < 0:
+        raise SparkOptionError("delay_level", f"a delay level is >= 1 (0 or null: no delay), not "
+                                              f"{int(levels.min())}")
+    return levels
+
+
 def chosen_queues(topic: str, queues: list[QueueRef], queue_ids: pa.Array,
                   brokers: pa.Array | None) -> npt.NDArray[np.int64]:
     """Per row, the index in ``queues`` of the queue its ``queue_id`` (and ``broker``) name, or -1
@@ -204,18 +222,20 @@ def chosen_queues(topic: str, queues: list[QueueRef], queue_ids: pa.Array,
     return out
 
 
-def encode_records(batch: pa.RecordBatch, uniq: UniqIds, extra: dict[str, str]) -> pa.Array:
-    """One batch-body record (§3.4) per row, as a binary array whose data buffer is the rows'
-    records back to back: TOTALSIZE MAGIC BODYCRC FLAG BODYLEN BODY PROPLEN PROPERTIES."""
+def _bodies(batch: pa.RecordBatch) -> pa.Array:
+    body = batch.column(batch.schema.names.index("body"))
+    return pc.fill_null(body.cast(pa.binary()), b"")
+
+
+def message_properties(batch: pa.RecordBatch, uniq: UniqIds, extra: dict[str, str]) -> pa.Array:
+    """Each row's properties text ('name\x01value\x02' ...): keys, tags, a new UNIQ_KEY, the
+    user's map and ``extra``, as a binary array."""
     n = batch.num_rows
     names = batch.schema.names
 
     def col(name: str) -> pa.Array | None:
         return batch.column(names.index(name)) if name in names else None
 
-    body = col("body")
-    assert body is not None
-    body = pc.fill_null(body.cast(pa.binary()), b"")
     parts = [_pair(name, c) for name, c in (("KEYS", col("keys")), ("TAGS", col("tags"))) if c is not None]
     parts.append(pc.binary_join_element_wise("UNIQ_KEY\x01", uniq.take(n), "\x02", ""))
     user = _user_props(col("properties"))
@@ -224,9 +244,18 @@ def encode_records(batch: pa.RecordBatch, uniq: UniqIds, extra: dict[str, str]) 
     for k, v in extra.items():
         parts.append(pa.array([f"{k}\x01{v}\x02"] * n, pa.string()))
     props = pc.binary_join_element_wise(*parts, "").cast(pa.binary())
-    plen = pc.binary_length(props).to_numpy(zero_copy_only=False).astype(np.int64)
+    plen = pc.binary_length(props).to_numpy(zero_copy_only=False)
     if n and int(plen.max()) > MAX_PROPERTIES_LENGTH:
         raise SparkOptionError("properties", f"a message's properties exceed {MAX_PROPERTIES_LENGTH} bytes")
+    return props
+
+
+def encode_records(batch: pa.RecordBatch, props: pa.Array) -> pa.Array:
+    """One batch-body record (§3.4) per row, as a binary array whose data buffer is the rows'
+    records back to back: TOTALSIZE MAGIC BODYCRC FLAG BODYLEN BODY PROPLEN PROPERTIES."""
+    n = batch.num_rows
+    body = _bodies(batch)
+    plen = pc.binary_length(props).to_numpy(zero_copy_only=False).astype(np.int64)
     blen = pc.binary_length(body).to_numpy(zero_copy_only=False).astype(np.int64)
     head = np.zeros((n, 5), dtype=">i4")
     head[:, 0] = 20 + blen + 2 + plen
@@ -304,9 +333,9 @@ class _Sender:
 
     def _write_topic(self, topic: str, batch: pa.RecordBatch) -> None:
         queues = self._queues(topic)
-        records = encode_records(batch, self.uniq, self.extra)
+        props = message_properties(batch, self.uniq, self.extra)
         n = batch.num_rows
-        requests: list[tuple[QueueRef, memoryview, int]] = []
+        requests: list[SendItem] = []
         names = batch.schema.names
         key = self.opts.queue_key_column
         qidx: npt.NDArray[np.int64] | None = None  # per row: an index into queues, -1 for any
@@ -315,20 +344,42 @@ class _Sender:
             qidx = chosen_queues(topic, queues, batch.column(names.index("queue_id")), broker)
         elif key is not None:
             qidx = np.abs(java_hashes(batch.column(names.index(key)))) % len(queues)
+        rows = np.arange(n, dtype=np.int64)
+        levels = delay_levels(batch)
+        if levels is not None:
+            requests += self._singles(queues, batch, props, qidx, levels)
+            rows = rows[levels == 0]
+        records = encode_records(batch, props)
         if qidx is not None:
-            order = np.argsort(qidx, kind="stable")
+            order = rows[np.argsort(qidx[rows], kind="stable")]
             bounds = np.searchsorted(qidx[order], np.arange(-1, len(queues) + 1))
             for q in range(-1, len(queues)):
-                rows = order[bounds[q + 1] : bounds[q + 2]]
-                for body, count in _chunks(records, rows.astype(np.int64), self.opts.batch_size):
-                    if q < 0:
-                        self.rr += 1
-                    requests.append((queues[q if q >= 0 else self.rr % len(queues)], body, count))
+                queue_rows = order[bounds[q + 1] : bounds[q + 2]]
+                for body, count in _chunks(records, queue_rows, self.opts.batch_size):
+                    requests.append((queues[q if q >= 0 else self._next_rr(len(queues))], body, count, None))
         else:
-            for body, count in _chunks(records, np.arange(n, dtype=np.int64), self.opts.batch_size):
-                self.rr += 1
-                requests.append((queues[self.rr % len(queues)], body, count))
+            for body, count in _chunks(records, rows, self.opts.batch_size):
+                requests.append((queues[self._next_rr(len(queues))], body, count, None))
         self.pipeline.submit(requests)
+
+    def _next_rr(self, size: int) -> int:
+        self.rr += 1
+        return self.rr % size
+
+    def _singles(self, queues: list[QueueRef], batch: pa.RecordBatch, props: pa.Array,
+                 qidx: npt.NDArray[np.int64] | None, levels: npt.NDArray[np.int64]) -> list[SendItem]:
+        """The delayed rows, one SEND_MESSAGE_V2 each with its DELAY property."""
+        delayed = np.flatnonzero(levels)
+        if not len(delayed):
+            return []
+        picked = pa.array(delayed)
+        bodies = _bodies(batch).take(picked).to_pylist()
+        texts = props.take(picked).to_pylist()
+        out: list[SendItem] = []
+        for row, body, text in zip(delayed.tolist(), bodies, texts, strict=True):
+            q = int(qidx[row]) if qidx is not None and qidx[row] >= 0 else self._next_rr(len(queues))
+            out.append((queues[q], body, 1, text.decode() + f"DELAY\x01{int(levels[row])}\x02"))
+        return out
 
     def finish(self) -> RocketQCommit:
         sent = self.pipeline.flush()
