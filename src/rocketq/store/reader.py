@@ -102,16 +102,21 @@ def _filter_records(cl: CommitLog, phys: np.ndarray, sizes: np.ndarray, idx: np.
     step = max(max_count, _FILTER_CHUNK)
     for c0 in range(0, len(idx), step):
         ci = idx[c0:c0 + step]
-        pc = phys[ci]
-        ec = pc + sizes[ci]
+        lo, hi = int(ci[0]), int(ci[-1]) + 1
+        if hi - lo == len(ci):  # consecutive candidates (no tag codes): views, not gathers
+            pc, sc = phys[lo:hi], sizes[lo:hi]
+        else:
+            pc, sc = phys[ci], sizes[ci]
         p_l = pc.tolist()
-        e_l = ec.tolist()
+        e_l = (pc + sc).tolist()
         base = p_l[0]
         span = cl.read(base, max(e_l) - base)
         chunk = ci.tolist()
         if span is not None:
             hits = record_filter(span, [p - base for p in p_l], max_count - len(kept))
             if len(hits) == len(chunk):  # every candidate passed: the common case of a broad filter
+                if not kept and len(ci) >= max_count:
+                    return ci[:max_count], True
                 kept.extend(chunk)
             else:
                 kept.extend(chunk[j] for j in hits)

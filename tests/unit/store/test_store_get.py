@@ -205,3 +205,35 @@ def test_look_message_by_offset_rejects_non_record_positions(store: MessageStore
     assert store.look_message_by_offset(r.wrote_offset + 1) is None
     assert store.look_message_by_offset(10**9) is None
     assert store.look_message_by_offset(-5) is None
+
+
+def test_a_record_filter_sees_candidates_in_order_and_stops_at_max_count(store: MessageStore) -> None:
+    """Consecutive candidates (views) and tag-selected ones (gathers); a filter passing a whole
+    chunk and one passing a few; the batch stops at the max count and resumes after its last."""
+    for i in range(100):
+        assert store.append_message(msg(body=f"m{i}".encode(), tags="A" if i % 2 else "B")).ok
+
+    def every_third(buf: memoryview, offsets: object, limit: int) -> list[int]:
+        out = []
+        for j, at in enumerate(offsets):  # type: ignore[arg-type]
+            body = decode_messages(bytes(buf[at:]))[0].body
+            if int(body[1:]) % 3 == 0:
+                out.append(j)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def everything(buf: memoryview, offsets: object, limit: int) -> list[int]:
+        return list(range(min(len(offsets), limit)))  # type: ignore[arg-type]
+
+    for tags, rf, expected in (
+        (None, everything, list(range(10, 42))),
+        ({tags_code("A")}, everything, list(range(11, 75, 2))),
+        (None, every_third, list(range(12, 100, 3))[:32]),
+        ({tags_code("A")}, every_third, list(range(15, 100, 6))),
+    ):
+        r = store.get_message("TopicA", 0, 10, 32, tag_codes=frozenset(tags) if tags else None,
+                              record_filter=rf)
+        got = [int(m.body[1:]) for m in decode_messages(r.body())]
+        assert got == expected and r.queue_offsets.tolist() == expected
+        assert r.next_begin_offset == (expected[-1] + 1 if len(expected) == 32 else 100)
