@@ -22,7 +22,8 @@ pytestmark = [pytest.mark.timeout(120)]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 FAST_LEVELS = " ".join(["1s"] * 18)
-cluster = module_cluster("namespace", *SMALL_STORE, "--set", f"messageDelayLevel={FAST_LEVELS}")
+cluster = module_cluster("namespace", *SMALL_STORE, "--set", f"messageDelayLevel={FAST_LEVELS}",
+                         also_as_4_9=True)
 
 
 def _push(cluster: Cluster, ns: str, group: str, topic: str, listener: Any, **options: Any) -> PushConsumer:

@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.timeout(120)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-cluster = module_cluster("trace", *SMALL_STORE)
+cluster = module_cluster("trace", *SMALL_STORE, also_as_4_9=True)
 FIRST = "CONSUME_FROM_FIRST_OFFSET"
 
 
