@@ -275,6 +275,16 @@ class StoreClosed(StoreError):
         self.root = root
 
 
+class StoreIsSlave(StoreError):
+    """Puts on a slave: its commit log is written by replication from the master only."""
+
+    code = ResponseCode.SERVICE_NOT_AVAILABLE
+    put_status = "SERVICE_NOT_AVAILABLE"
+
+    def __init__(self, root: str) -> None:
+        super().__init__(f"message store {root} is in slave mode, so putMessage is forbidden")
+
+
 class DiskFull(StoreError):
     """No disk blocks for `needed` bytes of `path`: writing them through a mapping would fault,
     so the put is refused before anything of it is written."""

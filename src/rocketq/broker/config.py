@@ -72,10 +72,12 @@ class BrokerConfig:
     transaction_check_interval: int = runtime_updatable(60_000)
     revive_queue_num: int = not_honoured(8, why="rocketq has no pop consumption yet")
     default_query_max_num: int = runtime_updatable(32)
-    # RocketMQ keeps brokerRole in MessageStoreConfig; it is here so that a stock broker.conf loads.
-    # rocketq has no replication yet: SLAVE is refused and SYNC_MASTER acks like ASYNC_MASTER.
+    # RocketMQ keeps brokerRole in MessageStoreConfig; here it sits with brokerId, which it constrains.
+    # SLAVE replicates from its group's master (docs/ha.md); SYNC_MASTER acks once a slave has the bytes.
     broker_role: Literal["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] = restart_required(
         "ASYNC_MASTER", why="the role is fixed at start")
+    # Consumers may pull from a slave: the master redirects them when their backlog is out of memory.
+    slave_read_enable: bool = runtime_updatable(False)
     # rocketq's Prometheus endpoint (GET /metrics) on the broker's bind address: -1 = off, 0 = a free port.
     metrics_port: int = restart_required(-1, why="the metrics endpoint is started with the broker")
     # Test-only: "4.9" makes the broker as strict as Apache RocketMQ 4.9.8 (broker/compat.py), so
@@ -94,8 +96,12 @@ class BrokerConfig:
             raise invalid("defaultTopicQueueNums", "must be > 0")
         if self.transaction_check_interval <= 0:
             raise invalid("transactionCheckInterval", "must be > 0 (ms)")
-        if self.broker_role == "SLAVE":
-            raise invalid("brokerRole", "SLAVE is not supported yet (rocketq has no replication)")
+        if self.broker_role == "SLAVE" and self.broker_id <= 0:
+            raise invalid("brokerId", "a SLAVE's brokerId must be > 0")
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
 
     @property
     def namesrv_addr_list(self) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from typing import Any
 from rocketq.broker.client_manager import ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.java_config import JavaOnlyConfig
+from rocketq.broker.ha import Replication
 from rocketq.broker.long_polling import PullRequestHoldService
 from rocketq.broker.offset_manager import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI
@@ -79,6 +80,7 @@ class BrokerController:
         self.schedule_service: ScheduleMessageService | None = None
         self.transaction_service = TransactionalMessageService(self)
         self.transaction_check_service = TransactionalMessageCheckService(self, self.transaction_service)
+        self.replication: Replication | None = None  # built with the store (broker/ha/)
         self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
         self.processors: BrokerProcessors | None = None  # built once the store is ready
         self.boot_timestamp = int(time.time() * 1000)
@@ -161,11 +163,14 @@ class BrokerController:
             raise RuntimeError(f"the message store under {root} failed to load")
         await self.store.start()
         self._build_schedule_service()
+        self.replication = Replication(self)
+        await self.replication.start()
         self.register_processors()
         self.server.register_default_processor(self._not_supported)
-        if self.schedule_service is not None:
-            await self.schedule_service.start()
-        await self.transaction_check_service.start()
+        if self.schedule_service is not None and not self.broker_config.is_slave:
+            await self.schedule_service.start()  # a slave only keeps the master's progress
+        if not self.broker_config.is_slave:
+            await self.transaction_check_service.start()  # the master alone checks half messages
         self.stats.sample()
         self._spawn(self._every(STATS_SAMPLE_INTERVAL, self.stats.sample))
         self._spawn(self._every(self.broker_config.flush_consumer_offset_interval / 1000,
@@ -203,6 +208,8 @@ class BrokerController:
         await self.transaction_check_service.shutdown()
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
+        if self.replication is not None:
+            await self.replication.shutdown()
         store = self.store
         if store is not None:
             with contextlib.suppress(Exception):
@@ -235,6 +242,8 @@ class BrokerController:
         await self.transaction_check_service.shutdown()
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
+        if self.replication is not None:
+            await self.replication.shutdown()
         for manager in (self.topic_manager, self.offset_manager, self.subscription_manager):
             try:
                 await manager.flush()
@@ -271,6 +280,8 @@ class BrokerController:
         if topic == RMQ_SYS_SCHEDULE_TOPIC and self.schedule_service is not None:
             self.schedule_service.wakeup()
         self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        if self.replication is not None:
+            self.replication.notify_appended()
 
     def _on_channel_close(self, channel: Any) -> None:
         """A client connection closed: forget it everywhere at once (ClientHousekeepingService)."""
@@ -325,6 +336,8 @@ class BrokerController:
             wrapper = replace(wrapper, topic_config_table={
                 name: replace(cfg, perm=cfg.perm & perm) for name, cfg in wrapper.topic_config_table.items()})
         results = await self.outer_api.register_broker_all(wrapper)
+        if self.replication is not None:
+            self.replication.on_registered(results)
         for result in results:
             if result.order_topics:
                 self.topic_manager.update_order_topic_config(result.order_topics)
@@ -413,6 +426,9 @@ class BrokerController:
             "totalMemKBytes": str(_total_mem_kbytes()),
         }
         info.update(store_info)
+        if self.replication is not None:  # rocketq's keys: clusterList shows role and lag from them
+            info["brokerRole"] = self.broker_config.broker_role
+            info["haReplicationLagBytes"] = str(self.replication.lag_bytes())
         return info
 
 

@@ -86,6 +86,12 @@ class ConsumerOffsetManager:
                           client_host, key, queue_id, offset, old)
         self._version += 1
 
+    def merge_from_master(self, table: dict[str, dict[int, int]]) -> None:
+        """A slave takes its master's offsets over its own (SlaveSynchronize: putAll)."""
+        if any(self.offset_table.get(k) != v for k, v in table.items()):
+            self.offset_table.update({k: dict(v) for k, v in table.items()})
+            self._version += 1
+
     def admin_commit(self, client_host: str, group: str, topic: str, offsets: dict[int, int]) -> None:
         """Offsets an admin moved the group to (resetOffsetByTime): committed, and not consumed."""
         for queue_id, offset in offsets.items():

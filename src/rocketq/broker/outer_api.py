@@ -58,8 +58,10 @@ class BrokerOuterAPI:
             self._client = None
 
     def _ha_server_addr(self) -> str:
-        # rocketq has no HA service; the field is required, so advertise RocketMQ's default slot.
+        # The master's live HA port (a free one when listenPort is 0): slaves connect to what we say.
         ctl = self._ctl
+        if ctl.replication is not None:
+            return ctl.replication.ha_server_addr()
         return f"{ctl.broker_config.broker_ip1}:{ctl.listen_port + 1}"
 
     async def register_broker_all(self, wrapper: TopicConfigSerializeWrapper,

@@ -134,6 +134,14 @@ class SubscriptionGroupManager:
         self.forbidden_table = {g: dict(t) for g, t in wrapper.forbidden_table.items()}
         self.data_version = wrapper.data_version
 
+    def replace_all(self, wrapper: SubscriptionGroupWrapper) -> None:
+        """A slave takes its master's groups and data version (SlaveSynchronize)."""
+        self.table.clear()
+        self.table.update(wrapper.subscription_group_table)
+        self.forbidden_table = {g: dict(t) for g, t in wrapper.forbidden_table.items()}
+        self.data_version = wrapper.data_version
+        self._writer.changed()
+
     def load(self) -> bool:
         remove_stale_temps(self.path)
         for candidate, data in read_candidates(self.path):

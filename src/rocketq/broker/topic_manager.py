@@ -179,6 +179,16 @@ class TopicConfigManager:
             break
         self._add_system_topics(overwrite=False)
 
+    def replace_all(self, table: dict[str, TopicConfig], version: DataVersion) -> None:
+        """A slave takes its master's table and data version (SlaveSynchronize)."""
+        self.table.clear()
+        self.table.update(table)
+        self._state_version, self._timestamp, self._counter = version.state_version, version.timestamp, \
+            version.counter
+        self._writer.changed()
+        if self.on_change is not None:
+            self.on_change()
+
     def persist(self) -> None:
         """Write the table now, synchronously (no event loop: start-up tools and tests)."""
         self._writer.write_now()

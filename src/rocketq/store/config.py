@@ -17,6 +17,7 @@ ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
 
 _LAYOUT = "it decides the size of files already on disk"
+_HA = "the replication service reads it when it starts"
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
@@ -58,6 +59,17 @@ class MessageStoreConfig:
         "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
         why="the delay levels are fixed at start")
 
+    # Replication (RocketMQ 4.x HA, docs/ha.md). haListenPort unset: the broker's listenPort + 1.
+    ha_listen_port: int | None = restart_required(None, why=_HA)
+    ha_send_heartbeat_interval: int = restart_required(5000, why=_HA)
+    ha_housekeeping_interval: int = restart_required(20_000, why=_HA)
+    ha_transfer_batch_size: int = restart_required(32 * 1024, why=_HA)
+    # A slave's master HA address; unset, it is the one the name server answers the registration with.
+    ha_master_address: str | None = restart_required(None, why=_HA)
+    ha_slave_fallbehind_max: int = restart_required(256 * 1024 * 1024, why=_HA)
+    slave_timeout: int = restart_required(3000, why=_HA)
+    access_message_in_memory_max_ratio: int = runtime_updatable(40)
+
     def __post_init__(self) -> None:
         self.validate()
 
@@ -73,6 +85,8 @@ class MessageStoreConfig:
         if self.max_hash_slot_num <= 0 or self.max_index_num <= 1:
             raise ConfigError("maxHashSlotNum / maxIndexNum must be positive")
         self.delay_levels_ms()
+        if self.ha_transfer_batch_size <= 0:
+            raise ConfigError("haTransferBatchSize must be > 0")
 
     # ---- derived paths -------------------------------------------------------------------
     @property

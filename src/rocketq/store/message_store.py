@@ -20,6 +20,7 @@ from rocketq.store.commitlog import CommitLog, EncodedBatch
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import ArrivalListener, Dispatcher
+from rocketq.store.ha.transfer import GroupTransfer, combined_wait
 from rocketq.store.index import IndexService
 from rocketq.store.mapped_file import AllocateMappedFileService
 from rocketq.store.model import (
@@ -38,6 +39,16 @@ from rocketq.store.recovery import Recovery, RecoveryReport
 from rocketq.store.services import ServiceTask, build_services
 
 log = logging.getLogger("rocketq.store")
+
+
+def _total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 24 << 30  # RocketMQ's fallback when the OS will not say
+
+
+TOTAL_PHYSICAL_MEMORY = _total_physical_memory()
 
 
 class MessageStore:
@@ -74,6 +85,8 @@ class MessageStore:
         self.get_message_times_total = 0
         self.get_message_transferred_total = 0
         self._started_ms = now_ms()
+        # SYNC_MASTER: the slaves' acks puts wait for (set by the broker's replication service)
+        self.group_transfer: GroupTransfer | None = None
 
     @property
     def msg_id_prefix(self) -> str:
@@ -109,6 +122,18 @@ class MessageStore:
     def flush_future(self, target: int) -> asyncio.Future[bool]:
         """`wait_flushed` as a plain future, for callers that answer many puts from one callback."""
         return self.put.flush_future(target)
+
+    def stored_future(self, target: int) -> asyncio.Future[PutMessageStatus]:
+        """Every wait a put ending at `target` owes before its answer, as one status: the
+        SYNC_FLUSH group commit and the SYNC_MASTER slave ack (PUT_OK, FLUSH_DISK_TIMEOUT,
+        FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE; the message is stored in every case)."""
+        flush = self.put.flush_future(target) if self.config.sync_flush else None
+        return combined_wait(flush, self.group_transfer, target)
+
+    @property
+    def must_wait(self) -> bool:
+        """Puts that ask to wait (WAIT=true) are answered through `stored_future`."""
+        return self.config.sync_flush or self.group_transfer is not None
 
     @property
     def disk_full(self) -> bool:
@@ -335,6 +360,16 @@ class MessageStore:
         UPPER: last offset stored at or before it (0 if none)."""
         cq = self.consume_queues.get((topic, queue_id))
         return offset_by_time(cq, self.commit_log, timestamp, upper) if cq is not None else 0
+
+    def suggest_pulling_from_slave(self, topic: str, queue_id: int, next_offset: int) -> bool:
+        """The last message a pull returned (`next_offset` - 1) lies further behind the commit log's
+        end than accessMessageInMemoryMaxRatio of memory: RocketMQ's isSuggestPullingFromSlave."""
+        cq = self.consume_queues.get((topic, queue_id))
+        e = cq.entry(next_offset - 1) if cq is not None and next_offset > 0 else None
+        if e is None:
+            return False
+        memory = TOTAL_PHYSICAL_MEMORY * self.config.access_message_in_memory_max_ratio / 100
+        return self.commit_log.max_offset - e[0] > memory
 
     # ---- lookups -------------------------------------------------------------------------
     def look_message_by_offset(self, phys_offset: int) -> memoryview | None:

@@ -62,6 +62,9 @@ class PutMessageStatus(enum.Enum):
     SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
     OS_PAGE_CACHE_BUSY = "OS_PAGE_CACHE_BUSY"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
+    # SYNC_MASTER: stored here, but the slave did not confirm it in time / no slave to wait for.
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
 
 class GetMessageStatus(enum.Enum):
@@ -131,7 +134,7 @@ class PutMessageResult:
     @property
     def ok(self) -> bool:
         """The message is stored (a flush timeout still stored it)."""
-        return self.status is PutMessageStatus.PUT_OK or self.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return self.status in _STORED
 
     @property
     def msg_id(self) -> str:
@@ -218,3 +221,8 @@ def put_result(
     s6(r, record_offsets)
     s7(r, msg_id_prefix)
     return r
+
+
+# Statuses of a put whose message is in the commit log (only a wait after the append failed).
+_STORED = frozenset((PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                     PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from rocketq.codec.message import MAX_PROPERTIES_LENGTH
-from rocketq.errors import CreateMappedFileFailed, DiskFull, StoreClosed, StoreError
+from rocketq.errors import CreateMappedFileFailed, DiskFull, StoreClosed, StoreError, StoreIsSlave
 from rocketq.store.commitlog import CommitLog, EncodedBatch
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
@@ -99,13 +99,14 @@ class PutService:
         self.last_dispatch_ts = 0  # store timestamp of the newest record dispatched
         self._open = False
         self._disk_full = False
-        self._writable = False  # open and not full: the one flag the hot path reads
+        self._slave = False  # a slave's commit log is written by replication only
+        self._writable = False  # open, not full, not a slave: the one flag the hot path reads
         self._group_commit: GroupCommitService | None = None
 
     # ---- state ---------------------------------------------------------------------------
     def open(self) -> None:
         self._open = True
-        self._writable = not self._disk_full
+        self._writable = not self._disk_full and not self._slave
 
     def close(self) -> None:
         self._open = False
@@ -118,11 +119,23 @@ class PutService:
     @disk_full.setter
     def disk_full(self, full: bool) -> None:
         self._disk_full = full
-        self._writable = self._open and not full
+        self._writable = self._open and not full and not self._slave
+
+    @property
+    def slave(self) -> bool:
+        return self._slave
+
+    @slave.setter
+    def slave(self, slave: bool) -> None:
+        """As RocketMQ's store in SLAVE role: every put is refused (SERVICE_NOT_AVAILABLE)."""
+        self._slave = slave
+        self._writable = self._open and not self._disk_full and not slave
 
     def _closed_error(self) -> StoreError:
         if not self._open:
             return StoreClosed(self.config.store_path_root_dir)
+        if self._slave:
+            return StoreIsSlave(self.config.store_path_root_dir)
         return DiskFull(self.config.store_path_root_dir, 0)
 
     def _refused(self, err: StoreError) -> PutMessageStatus:

@@ -246,7 +246,7 @@ class Recovery:
                 log.warning("recover: rebuilding the index from commit-log offset %d", lag)
                 known = self._known_offsets(lag)
                 _, _, walked = self._walk(lag, known)
-        rebuilt, reindexed = self._redispatch(walked, known if files else np.zeros(0, np.int64))
+        rebuilt, reindexed = self.redispatch(walked, known if files else np.zeros(0, np.int64))
         min_phy = cl.min_offset
         for cq in self.cqs.values():
             cq.min_offset = cq.mfq.min_offset() // 20
@@ -266,6 +266,15 @@ class Recovery:
         known.sort(kind="stable")  # concatenated ascending runs: timsort merges them
         return known
 
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything from `offset` on: commit log, consume-queue entries, index keys (a
+        slave whose log went past its master's)."""
+        self._cut_commit_log(offset)
+        for cq in self.cqs.values():
+            cq.truncate_dirty(offset)
+        if self.index is not None:
+            self.index.truncate_from(offset)
+
     def _cut_commit_log(self, valid_end: int) -> None:
         cl = self.commit_log
         cl.start_offset_hint = valid_end
@@ -280,10 +289,13 @@ class Recovery:
                 mf.reserved = tail
         cl.mfq.flushed_where = valid_end
 
-    def _redispatch(
-        self, walked: list[tuple[MappedFile, I64Array]], covered_all: I64Array
+    def redispatch(
+        self, walked: list[tuple[MappedFile, I64Array]], covered_all: I64Array,
+        touched: set[tuple[str, int]] | None = None,
     ) -> tuple[int, int]:
-        """Re-dispatch the checked records no consume queue knows; re-index the unindexed."""
+        """Re-dispatch the checked records no consume queue knows; re-index the unindexed.
+        (A slave dispatches what replication appended the same way; `touched` collects the
+        queues that got entries.)"""
         if not walked:
             return 0, 0
         indexed_upto = self.index.last_indexed_phy if self.index is not None else None
@@ -328,6 +340,8 @@ class Recovery:
                     strings.append(f"{topic}#{k}")
                     k_phys.append(int(phys[i]))
                     k_ts.append(int(f["ts"][i]))
+        if touched is not None:
+            touched.update(per_queue)
         rebuilt = 0
         for (topic, qid_), blocks in per_queue.items():
             cq = self.cqs.get((topic, qid_))

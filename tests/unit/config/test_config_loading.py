@@ -292,7 +292,7 @@ def test_namesrv_addr_list_splits_on_semicolons() -> None:
         (NamesrvConfig, {"scan_not_active_broker_interval": 0}, "scanNotActiveBrokerInterval"),
         (BrokerConfig, {"broker_id": -1}, "brokerId"),
         (BrokerConfig, {"broker_name": ""}, "brokerName"),
-        (BrokerConfig, {"broker_role": "SLAVE"}, "brokerRole"),
+        (BrokerConfig, {"broker_role": "SLAVE"}, "brokerId"),  # a slave needs brokerId > 0
         (BrokerConfig, {"default_topic_queue_nums": 0}, "defaultTopicQueueNums"),
     ],
 )

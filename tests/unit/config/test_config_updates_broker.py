@@ -291,6 +291,31 @@ async def _max_transfer_count(c: Ctx) -> None:
     assert await _pulled(c, "CfgTc") == 2
 
 
+async def _suggested_broker(c: Ctx, topic: str) -> int:
+    """suggestWhichBrokerId of a pull that reads one of two messages (so one lies behind it)."""
+    r = await pull(c.client, c.addr, "CfgSuggestG", topic, 0, 0, max_nums=1)
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    return int(r.ext_fields["suggestWhichBrokerId"])
+
+
+@case("slaveReadEnable", store={"access_message_in_memory_max_ratio": 0})
+async def _slave_read_enable(c: Ctx) -> None:
+    for _ in range(2):
+        await c.send("CfgSre", queue_id=0)
+    assert await _suggested_broker(c, "CfgSre") == 0  # off: always the master
+    await c.update("slaveReadEnable", "true")
+    assert await _suggested_broker(c, "CfgSre") == 1  # whichBrokerWhenConsumeSlowly
+
+
+@case("accessMessageInMemoryMaxRatio", broker={"slave_read_enable": True})
+async def _access_in_memory_ratio(c: Ctx) -> None:
+    for _ in range(2):
+        await c.send("CfgAim", queue_id=0)
+    assert await _suggested_broker(c, "CfgAim") == 0  # 40% of memory: well inside
+    await c.update("accessMessageInMemoryMaxRatio", 0)
+    assert await _suggested_broker(c, "CfgAim") == 1
+
+
 @case("maxTransferBytesOnMessageInMemory")
 async def _max_transfer_bytes(c: Ctx) -> None:
     for _ in range(5):

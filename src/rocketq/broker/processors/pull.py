@@ -75,6 +75,14 @@ class PullMessageProcessor:
         # BrokerStats.on_get feeds getTransferredTps / msgGetTotalTodayNow.
         self._on_get = getattr(getattr(controller, "stats", None), "on_get", None)
 
+    def _suggest(self, sgc: Any, result: Any, topic: str, queue_id: int) -> int:
+        """slaveReadEnable: a consumer reading further back than memory holds goes to a slave
+        (whichBrokerWhenConsumeSlowly); one that is caught up goes to the group's broker (the master)."""
+        if result.message_count and self._ctl.store.suggest_pulling_from_slave(
+                topic, queue_id, result.next_begin_offset):
+            return int(sgc.which_broker_when_consume_slowly)
+        return int(sgc.broker_id)
+
     # Handler signature of the remoting registry.
     def process(self, request: RemotingCommand, channel: Any) -> RemotingCommand | None:
         return self.process_request(request, channel, True)
@@ -214,12 +222,20 @@ class PullMessageProcessor:
                 self.execute_request_when_wakeup))
             return None
 
+        suggest = self._suggest(sgc, result, topic, queue_id) if bc.slave_read_enable else MASTER_ID
         if code == PULL_OFFSET_MOVED:
-            log.info("PULL_OFFSET_MOVED:correction offset. topic=%s, groupId=%s, requestOffset=%d, "
-                     "newOffset=%d, status=%s", topic, group, offset, result.next_begin_offset, remark)
+            if bc.is_slave:
+                # A slave never corrects a consumer's offset (offsetCheckInSlave off): it may only lag.
+                code = PULL_RETRY_IMMEDIATELY
+                suggest = sgc.broker_id
+                log.warning("PULL_OFFSET_MOVED:none correction. topic=%s, groupId=%s, requestOffset=%d, "
+                            "suggestBrokerId=%d", topic, group, offset, suggest)
+            else:
+                log.info("PULL_OFFSET_MOVED:correction offset. topic=%s, groupId=%s, requestOffset=%d, "
+                         "newOffset=%d, status=%s", topic, group, offset, result.next_begin_offset, remark)
 
         ext = {
-            "suggestWhichBrokerId": "0",
+            "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(result.next_begin_offset),
             "minOffset": str(result.min_offset),
             "maxOffset": str(result.max_offset),

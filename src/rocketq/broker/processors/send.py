@@ -102,7 +102,13 @@ APPLY_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 
 # Stored statuses answer with the send header fields; the others with a code and remark.
 _PUT_OK = PutMessageStatus.PUT_OK
-_FLUSH_DISK_TIMEOUT = PutMessageStatus.FLUSH_DISK_TIMEOUT
+# The answers of a stored message: the code says which wait after the append fell short.
+_STORED_CODES = {
+    _PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
 _FAILED: dict[PutMessageStatus, tuple[int, str]] = {
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (
         ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),
@@ -191,9 +197,10 @@ class SendMessageProcessor:
         self._ext_tail = b'"MSG_REGION":%b,"TRACE_ON":%b' % (orjson.dumps(self._region),
                                                             orjson.dumps(self._trace_on))
         self._msg_id_json = orjson.dumps(self._msg_id_prefix)[1:-1]
-        # ASYNC_FLUSH (or WAIT=false) acks after the page-cache write: append synchronously and
-        # answer without a Task. SYNC_FLUSH awaits the group commit.
-        self._sync_flush = ctl.store_config.sync_flush
+        # ASYNC_FLUSH on an ASYNC_MASTER (or WAIT=false) acks after the page-cache write: append
+        # synchronously and answer without a Task. SYNC_FLUSH awaits the group commit, SYNC_MASTER
+        # a slave's ack (one future for both: MessageStore.stored_future).
+        self._sync_flush = ctl.store.must_wait
 
     # -- entry points ----------------------------------------------------------------------------
 
@@ -429,17 +436,17 @@ class SendMessageProcessor:
             futures = [loop.create_future() for _ in waiting]
             for item, fut in zip(waiting, futures, strict=True):
                 results[item[0]] = fut
-            # One group-commit waiter answers the whole run.
-            self._store.flush_future(target).add_done_callback(
+            # One group-commit (and slave-ack) waiter answers the whole run.
+            self._store.stored_future(target).add_done_callback(
                 partial(self._answer_when_flushed, waiting, futures))
 
     def _answer_when_flushed(self, waiting: list[_Stored], futures: list[asyncio.Future[RemotingCommand]],
-                             flushed: asyncio.Future[bool]) -> None:
+                             flushed: asyncio.Future[PutMessageStatus]) -> None:
         if flushed.cancelled():  # the store is shutting down: no answers, as for a cancelled task
             for fut in futures:
                 fut.cancel()
             return
-        code = 0 if flushed.result() else ResponseCode.FLUSH_DISK_TIMEOUT
+        code = _STORED_CODES[flushed.result()]
         ok = self._ok_response
         for (_, request, phys, qoff, queue_id, uniq), fut in zip(waiting, futures, strict=True):
             if not fut.done():
@@ -471,7 +478,8 @@ class SendMessageProcessor:
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int,
                   uniq: str | None, msg_id: str | None = None) -> RemotingCommand:
         status = result.status
-        if status is _PUT_OK or status is _FLUSH_DISK_TIMEOUT:
+        code = _STORED_CODES.get(status)
+        if code is not None:
             self._stats.put_total += result.msg_num
             ext = {
                 "msgId": f"{result.msg_id_prefix}{result.wrote_offset:016X}" if msg_id is None else msg_id,
@@ -482,7 +490,6 @@ class SendMessageProcessor:
             }
             if uniq:
                 ext["transactionId"] = uniq
-            code = 0 if status is _PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
             return request.make_response(code, None, ext)
         return self._failed_response(request, status)
 
@@ -537,15 +544,15 @@ class SendMessageProcessor:
         """The answer once the batch (appended already, in arrival order) is durable."""
         answer: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
 
-        def flushed(done: asyncio.Future[bool]) -> None:
+        def flushed(done: asyncio.Future[PutMessageStatus]) -> None:
             if done.cancelled():
                 answer.cancel()
             elif not answer.done():
-                result = stored if done.result() else dataclasses.replace(
-                    stored, status=PutMessageStatus.FLUSH_DISK_TIMEOUT)
+                status = done.result()
+                result = stored if status is _PUT_OK else dataclasses.replace(stored, status=status)
                 answer.set_result(self._batch_response(request, result, queue_id, uniq))
 
-        self._store.flush_future(stored.wrote_offset + stored.wrote_bytes).add_done_callback(flushed)
+        self._store.stored_future(stored.wrote_offset + stored.wrote_bytes).add_done_callback(flushed)
         return answer
 
     def _batch_response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int,

@@ -1,0 +1,129 @@
+"""Master/slave replication, the broker's part (RocketMQ 4.x HA; docs/ha.md).
+
+`Replication` is what the controller holds: on a master the HA port (`master.py`) and the
+SYNC_MASTER waits, on a slave the replication client (`slave.py`) and the 10 s copy of the
+master's tables (`broker/slave_sync.py`). The name server's answer to each registration names a
+slave's master (its broker address and HA address), so a slave needs no address of its own
+configured, and a master on port 0 announces its live HA port.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from rocketq.broker.ha.master import HAService
+from rocketq.broker.ha.slave import HAClient
+from rocketq.broker.slave_sync import SYNC_PERIOD, SlaveSynchronize
+
+if TYPE_CHECKING:
+    from rocketq.broker.controller import BrokerController
+    from rocketq.broker.outer_api import RegisterBrokerResult
+
+__all__ = ["HAClient", "HAService", "Replication"]
+
+log = logging.getLogger("rocketq.broker.ha")
+
+
+class Replication:
+    def __init__(self, controller: BrokerController) -> None:
+        self._ctl = controller
+        self.is_slave = controller.broker_config.is_slave
+        self.service: HAService | None = None
+        self.client: HAClient | None = None
+        self.slave_sync: SlaveSynchronize | None = None
+
+    @property
+    def sync_master(self) -> bool:
+        return self._ctl.broker_config.broker_role == "SYNC_MASTER"
+
+    async def start(self) -> None:
+        ctl = self._ctl
+        store = ctl.store
+        if self.is_slave:
+            store.put.slave = True
+            self.client = HAClient(store, self._dispatched)
+            self.client.start()
+            self.slave_sync = SlaveSynchronize(ctl)
+            ctl._spawn(ctl._every(SYNC_PERIOD, self.slave_sync.sync_all))
+            return
+        self.service = HAService(ctl)
+        configured = ctl.store_config.ha_listen_port
+        port = configured if configured is not None else (ctl.listen_port + 1 if ctl.server_config.listen_port
+                                                          else 0)
+        await self.service.start(ctl.server_config.bind_address, port)
+        if self.sync_master:
+            store.group_transfer = self.service.group_transfer
+
+    async def shutdown(self) -> None:
+        if self.client is not None:
+            await self.client.shutdown()
+        if self.service is not None:
+            await self.service.shutdown()
+
+    def ha_server_addr(self) -> str:
+        """What the registration announces: this master's bound HA port."""
+        ctl = self._ctl
+        port = self.service.port if self.service is not None else ctl.listen_port + 1
+        return f"{ctl.broker_config.broker_ip1}:{port}"
+
+    def on_registered(self, results: list[RegisterBrokerResult]) -> None:
+        """A slave learns its master from the name servers' answers."""
+        if not self.is_slave:
+            return
+        for r in results:
+            if r.master_addr and self.slave_sync is not None:
+                first = self.slave_sync.master_addr is None
+                self.slave_sync.master_addr = r.master_addr
+                if first:
+                    self._ctl._spawn(self.slave_sync.sync_all())
+            if r.ha_server_addr and self.client is not None and not self._ctl.store_config.ha_master_address:
+                self.client.set_master(r.ha_server_addr)
+
+    def notify_appended(self) -> None:
+        if self.service is not None:
+            self.service.notify_appended()
+
+    def _dispatched(self, touched: set[tuple[str, int]]) -> None:
+        """Replicated messages arrived: wake the long polls of slave reads."""
+        store = self._ctl.store
+        for topic, queue_id in touched:
+            self._ctl.hold_service.notify_message_arriving(
+                topic, queue_id, store.get_max_offset_in_queue(topic, queue_id), None)
+
+    # -- status ------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """This broker's side of replication: haStatus, clusterList and the metrics read it."""
+        ctl = self._ctl
+        max_offset = ctl.store.max_phy_offset
+        out: dict[str, Any] = {"brokerRole": ctl.broker_config.broker_role, "commitLogMaxOffset": max_offset}
+        if self.service is not None:
+            now = int(time.time() * 1000)
+            out["haServerAddr"] = self.ha_server_addr()
+            out["slaves"] = [
+                {"addr": s.addr, "ackOffset": s.acked_offset, "transferredOffset": s.transferred_offset,
+                 "lagBytes": max(0, max_offset - s.acked_offset),
+                 "lastReportMsAgo": now - s.last_report_ms if s.last_report_ms else -1}
+                for s in self.service.slaves()]
+            out["push2SlaveMaxOffset"] = self.service.group_transfer.push2slave_max_offset
+        if self.client is not None:
+            out["masterHaAddr"] = self.client.master_addr or ""
+            out["masterAddr"] = (self.slave_sync.master_addr if self.slave_sync else None) or ""
+            out["connected"] = self.client.connected
+            out["masterOffsetSeen"] = self.client.master_offset
+            out["lagBytes"] = self.client.lag_bytes
+            out["lastTransferMs"] = self.client.last_transfer_ms
+            out["lastSyncMs"] = self.slave_sync.last_sync_ms if self.slave_sync else 0
+        return out
+
+    def lag_bytes(self) -> int:
+        """The replication lag this broker knows: a master's worst slave, a slave's own."""
+        if self.service is not None:
+            max_offset = self._ctl.store.max_phy_offset
+            slaves = self.service.slaves()
+            return max((max(0, max_offset - s.acked_offset) for s in slaves), default=0)
+        if self.client is not None:
+            return self.client.lag_bytes
+        return 0

@@ -1,0 +1,137 @@
+"""The slave's replication client (RocketMQ 4.x HAClient) on asyncio streams.
+
+It connects to the master's HA address (haMasterAddress, or what the name server answered the
+registration with), reports its commit-log max offset at once, after every read that moved it and
+every haSendHeartbeatInterval, and appends what the master transfers (`store/ha/replica.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from rocketq.codec.ha import TransferDecoder, encode_report
+from rocketq.errors import ProtocolError, StoreError
+from rocketq.store import MessageStore
+from rocketq.store.ha import ReplicaDiverged, ReplicaWriter
+
+log = logging.getLogger("rocketq.broker.ha")
+
+RECONNECT_DELAY = 1.0
+READ_SIZE = 1 << 20
+
+
+class HAClient:
+    def __init__(self, store: MessageStore, on_dispatched: Callable[[set[tuple[str, int]]], None]) -> None:
+        self.store = store
+        self.config = store.config
+        self.replica = ReplicaWriter(store)
+        self.master_addr: str | None = store.config.ha_master_address
+        self.connected = False
+        self.last_transfer_ms = 0
+        self.master_offset = 0  # the newest offset the master named (a transfer's end or a heartbeat)
+        self._on_dispatched = on_dispatched
+        self._task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+
+    def set_master(self, addr: str | None) -> None:
+        """The master's HA address changed (a registration answer): reconnect there."""
+        if addr and addr != self.master_addr:
+            log.info("slave: master HA address is now %s (was %s)", addr, self.master_addr)
+            self.master_addr = addr
+            self._changed.set()
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def shutdown(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            addr = self.master_addr
+            if not addr:
+                await self._wait_change(RECONNECT_DELAY)
+                continue
+            try:
+                await self._session(addr)
+            except asyncio.CancelledError:
+                raise
+            except (OSError, ProtocolError, StoreError, TimeoutError) as exc:
+                log.warning("slave: replication from %s stopped: %s", addr, exc)
+            finally:
+                self.connected = False
+            await self._wait_change(RECONNECT_DELAY)
+
+    async def _wait_change(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+        self._changed.clear()
+
+    async def _session(self, addr: str) -> None:
+        host, _, port = addr.rpartition(":")
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
+        self.connected = True
+        log.info("slave: connected to master %s, reporting offset %d", addr, self.replica.max_offset)
+        try:
+            await self._replicate(addr, reader, writer)
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _replicate(self, addr: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        cfg = self.config
+        heartbeat = cfg.ha_send_heartbeat_interval / 1000
+        housekeeping = cfg.ha_housekeeping_interval / 1000
+        replica = self.replica
+        decoder = TransferDecoder()
+        reported = replica.max_offset
+        writer.write(encode_report(reported))
+        last_report = last_read = time.monotonic()
+        while not self._changed.is_set():
+            try:
+                data = await asyncio.wait_for(reader.read(READ_SIZE), heartbeat)
+            except TimeoutError:
+                data = None
+            now = time.monotonic()
+            if data == b"":
+                raise ConnectionResetError("the master closed the replication connection")
+            if data:
+                last_read = now
+                self._apply(decoder.feed(data))
+            elif now - last_read > housekeeping:
+                raise TimeoutError(f"nothing from master {addr} for {housekeeping:.0f} s")
+            offset = replica.max_offset
+            if offset != reported or now - last_report >= heartbeat:
+                writer.write(encode_report(offset))
+                await writer.drain()
+                reported, last_report = offset, now
+
+    def _apply(self, transfers: list[tuple[int, memoryview]]) -> None:
+        replica = self.replica
+        for offset, body in transfers:
+            here = replica.max_offset
+            if offset != here and (here or self.store.commit_log.mfq.last is not None):
+                if offset < here and not len(body):
+                    replica.truncate(offset)  # the master ends before us: our tail never was its
+                else:
+                    raise ReplicaDiverged(f"master pushed offset {offset}, slave is at {here}")
+            replica.append(offset, body)
+            self.master_offset = max(self.master_offset, offset + len(body))
+        if transfers:
+            self.last_transfer_ms = int(time.time() * 1000)
+            touched = replica.dispatch()
+            if touched:
+                self._on_dispatched(touched)
+
+    @property
+    def lag_bytes(self) -> int:
+        """How far the local log is behind what the master last named."""
+        return max(0, self.master_offset - self.replica.max_offset)
