@@ -354,7 +354,7 @@ class Recovery:
                 cq.put_block(int(block[0, 0]), block[:, 1], block[:, 2], block[:, 3])
             rebuilt += len(arr)
         reindexed = self.index.put_keys(strings, k_phys, k_ts) if self.index is not None else 0
-        if rebuilt:
+        if rebuilt and touched is None:  # replication dispatches this way all the time
             log.warning("recover: re-dispatched %d records into consume queues", rebuilt)
         return rebuilt, reindexed
 
