@@ -582,3 +582,19 @@ class AdminRun:
         assert len(lines) == 1 and lines[0].startswith("rocketq: error: "), err
         assert "Traceback" not in err
         return lines[0]
+
+
+# -- broker groups (master + slaves, docs/ha.md) ---------------------------------------------------------
+
+
+def start_group_member(tmp_path: Path, name: str, namesrv: str, broker_id: int, *extra: str,
+                       role: str = "ASYNC_MASTER") -> Server:
+    """One broker of group ``name``: the master (``broker_id`` 0, ``role`` ASYNC_MASTER or SYNC_MASTER) or
+    a slave (``broker_id`` > 0); each keeps its data under ``tmp_path/<name>-<id>``, so a killed member
+    restarts from its own store."""
+    role = role if broker_id == 0 else "SLAVE"
+    return start_server(tmp_path, f"{name}-{broker_id}", [
+        "broker", "--data-dir", str(tmp_path / f"{name}-{broker_id}"), "--broker-port", "0", "-n", namesrv,
+        "--set", f"brokerName={name}", "--set", f"brokerId={broker_id}", "--set", f"brokerRole={role}",
+        *extra,
+    ], BROKER_READY)
