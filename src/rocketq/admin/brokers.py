@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -42,6 +43,13 @@ class BrokerAdmin(AdminBase):
         """GET_BROKER_RUNTIME_INFO: the KVTable ``brokerStatus`` / ``clusterList`` print."""
         response = await self._call(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return dict(sorted(KVTable.from_json(self._json(response, "GET_BROKER_RUNTIME_INFO")).table.items()))
+
+    async def get_broker_ha_status(self, addr: str) -> dict[str, Any]:
+        """GET_BROKER_HA_STATUS (RocketMQ 5's HARuntimeInfo): a master's slaves with their acked
+        offsets and lag, or a slave's view of its master (docs/ha.md)."""
+        response = await self._call(addr, RequestCode.GET_BROKER_HA_STATUS)
+        info: dict[str, Any] = orjson.loads(self._json(response, "GET_BROKER_HA_STATUS"))
+        return info
 
     async def cluster_list(self, cluster: str | None = None) -> list[ClusterBroker]:
         """``clusterList``: every broker of every (or one) cluster with its runtime stats.

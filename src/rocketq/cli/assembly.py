@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.config import ConfigSet, Setting, load_configs
+from rocketq.errors import ConfigError
 from rocketq.namesrv.config import NamesrvConfig
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class ServeOptions:
     namesrv_port: int | None = None
     broker_port: int | None = None
     namesrv_addr: str | None = None
+    replicas: int = 0  # up: slaves of the broker, each with its own store (docs/ha.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,7 @@ class ServePlan:
     java: JavaOnlyConfig | None = None  # Java's keys rocketq accepts but does not act on
     # up: the broker registers with the embedded name server (no namesrvAddr was given)
     use_embedded_namesrv: bool = False
+    replicas: int = 0  # up: slaves started beside the broker (replica_plan)
 
 
 def server_config_classes() -> tuple[type[MessageStoreConfig], type[RemotingServerConfig]]:
@@ -133,9 +136,29 @@ def build_plan(opts: ServeOptions, environ: Mapping[str, str] | None = None) -> 
     if opts.role == "broker":
         return plan
     ns = configs[NamesrvConfig]
+    if opts.replicas and configs[BrokerConfig].is_slave:
+        raise ConfigError("--replicas starts slaves of the broker of `up`, which must be a master")
     return dataclasses.replace(
         plan,
         namesrv=ns,
         namesrv_server=dataclasses.replace(server, listen_port=ns.listen_port),
         use_embedded_namesrv=configs.origin(BrokerConfig, "namesrv_addr") is None,
+        replicas=opts.replicas,
+    )
+
+
+def replica_configs(plan: ServePlan, broker: BrokerConfig, index: int
+                    ) -> tuple[BrokerConfig, MessageStoreConfig, RemotingServerConfig]:
+    """The configs of slave `index` (1, 2, ...) of `up --replicas`: the master's, as brokerId
+    `index` in SLAVE role, with its own store beside the master's and its own ports (listenPort
+    + 10 * index, RocketMQ's usual layout; free ports when the master's is 0)."""
+    assert plan.store is not None and plan.broker_server is not None
+    store = plan.store
+    commit_log = f"{store.store_path_commit_log}-slave{index}" if store.store_path_commit_log else None
+    port = plan.broker_server.listen_port
+    return (
+        dataclasses.replace(broker, broker_id=index, broker_role="SLAVE"),
+        dataclasses.replace(store, store_path_root_dir=f"{store.store_path_root_dir}-slave{index}",
+                            store_path_commit_log=commit_log, ha_listen_port=None),
+        dataclasses.replace(plan.broker_server, listen_port=port + 10 * index if port else 0),
     )

@@ -34,7 +34,14 @@ from rich.console import Console
 from rich.table import Table
 
 from rocketq.cli.argtypes import non_negative, port, positive
-from rocketq.cli.assembly import DEFAULT_DATA_DIR, DEFAULT_HOST, ServeOptions, ServePlan, build_plan
+from rocketq.cli.assembly import (
+    DEFAULT_DATA_DIR,
+    DEFAULT_HOST,
+    ServeOptions,
+    ServePlan,
+    build_plan,
+    replica_configs,
+)
 from rocketq.cli.errors import CliError
 from rocketq.config import Update, config_fields, dump_properties
 
@@ -111,8 +118,14 @@ def add_commands(commands: Any) -> None:
         "-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)",
     )
 
+    replicas = argparse.ArgumentParser(add_help=False)
+    replicas.add_argument(
+        "--replicas", type=non_negative, metavar="N", default=0,
+        help="also run N slaves of the broker (a broker group, docs/ha.md), each with its own store "
+        "under DATA/store-slaveI",
+    )
     for role, parents, text in (
-        ("up", [common, namesrv_port, broker_opts], "a name server and a broker in one process"),
+        ("up", [common, namesrv_port, broker_opts, replicas], "a name server and a broker in one process"),
         ("namesrv", [common, namesrv_port], "a name server"),
         ("broker", [common, broker_opts], "a broker"),
     ):
@@ -131,6 +144,7 @@ def _handler(role: str) -> Callable[[argparse.Namespace], int]:
             namesrv_port=getattr(args, "namesrv_port", None),
             broker_port=getattr(args, "broker_port", None),
             namesrv_addr=getattr(args, "namesrv_addr", None),
+            replicas=getattr(args, "replicas", 0),
         )
         plan = build_plan(opts)
         if args.print_config:
@@ -353,6 +367,10 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
                                             plan.java)
             broker = await _start("broker", make_broker, started)
             ready.append(f"broker={broker.address}")
+            for i in range(1, plan.replicas + 1):
+                make_slave = functools.partial(broker_cls, *replica_configs(plan, broker_config, i))
+                slave = await _start(f"slave {i}", make_slave, started)
+                ready.append(f"slave{i}={slave.address}")
             broker_metrics = getattr(broker, "metrics_address", None)
             if broker_metrics:
                 metrics.append(("metrics", broker_metrics))

@@ -108,6 +108,7 @@ class RequestCode(IntEnum):
     QUERY_ASSIGNMENT = 400
     SET_MESSAGE_REQUEST_MODE = 401
     GET_ALL_MESSAGE_REQUEST_MODE = 402
+    GET_BROKER_HA_STATUS = 907  # 5.x (HARuntimeInfo); rocketq serves it for its 4.x-style HA
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051
     PEEK_MESSAGE = 200052

@@ -10,12 +10,15 @@ configured, and a master on port 0 announces its live HA port.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from rocketq.broker.ha.master import HAService
 from rocketq.broker.ha.slave import HAClient
 from rocketq.broker.slave_sync import SYNC_PERIOD, SlaveSynchronize
+from rocketq.codec.codes import ResponseCode
+from rocketq.codec.command import RemotingCommand
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -94,29 +97,39 @@ class Replication:
 
     # -- status ------------------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
-        """This broker's side of replication: haStatus, clusterList and the metrics read it."""
+    def runtime_info(self) -> dict[str, Any]:
+        """RocketMQ 5's HARuntimeInfo (GET_BROKER_HA_STATUS): a master's connections, or a slave's
+        client. `haStatus`, clusterList and the metrics read it."""
         ctl = self._ctl
         max_offset = ctl.store.max_phy_offset
-        out: dict[str, Any] = {"brokerRole": ctl.broker_config.broker_role, "commitLogMaxOffset": max_offset}
+        connections = []
         if self.service is not None:
-            now = int(time.time() * 1000)
-            out["haServerAddr"] = self.ha_server_addr()
-            out["slaves"] = [
-                {"addr": s.addr, "ackOffset": s.acked_offset, "transferredOffset": s.transferred_offset,
-                 "lagBytes": max(0, max_offset - s.acked_offset),
-                 "lastReportMsAgo": now - s.last_report_ms if s.last_report_ms else -1}
-                for s in self.service.slaves()]
-            out["push2SlaveMaxOffset"] = self.service.group_transfer.push2slave_max_offset
+            fallbehind = ctl.store_config.ha_slave_fallbehind_max
+            for s in self.service.slaves():
+                diff = max(0, max_offset - s.acked_offset)
+                connections.append({
+                    "addr": s.addr, "slaveAckOffset": s.acked_offset, "diff": diff,
+                    "inSync": diff < fallbehind, "transferredByteInSecond": s.bytes_per_second,
+                    "transferFromWhere": s.transfer_from})
+        client: dict[str, Any] = {
+            "masterAddr": "", "transferredByteInSecond": 0, "maxOffset": max_offset, "lastReadTimestamp": 0,
+            "lastWriteTimestamp": 0, "masterFlushOffset": 0, "isActivated": False}
         if self.client is not None:
-            out["masterHaAddr"] = self.client.master_addr or ""
-            out["masterAddr"] = (self.slave_sync.master_addr if self.slave_sync else None) or ""
-            out["connected"] = self.client.connected
-            out["masterOffsetSeen"] = self.client.master_offset
-            out["lagBytes"] = self.client.lag_bytes
-            out["lastTransferMs"] = self.client.last_transfer_ms
-            out["lastSyncMs"] = self.slave_sync.last_sync_ms if self.slave_sync else 0
-        return out
+            c = self.client
+            client.update(masterAddr=c.master_addr or "", transferredByteInSecond=c.rate.value(),
+                          lastReadTimestamp=c.last_transfer_ms, lastWriteTimestamp=c.last_write_ms,
+                          masterFlushOffset=c.master_offset, isActivated=c.connected)
+        return {
+            "master": not self.is_slave,
+            "masterCommitLogMaxOffset": max_offset if not self.is_slave else 0,
+            "inSyncSlaveNums": sum(1 for c in connections if c["inSync"]),
+            "haConnectionInfo": connections,
+            "haClientRuntimeInfo": client,
+        }
+
+    def get_broker_ha_status(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """GET_BROKER_HA_STATUS (907): HARuntimeInfo as JSON."""
+        return request.make_response(ResponseCode.SUCCESS, None, None, orjson.dumps(self.runtime_info()))
 
     def lag_bytes(self) -> int:
         """The replication lag this broker knows: a master's worst slave, a slave's own."""

@@ -42,7 +42,33 @@ class SlaveState:
     addr: str
     acked_offset: int
     transferred_offset: int
+    transfer_from: int
+    bytes_per_second: int
     last_report_ms: int
+
+
+class RateWindow:
+    """Bytes in the last whole second (haStatus's transferredByteInSecond)."""
+
+    __slots__ = ("_count", "_last", "_second")
+
+    def __init__(self) -> None:
+        self._second = 0
+        self._count = 0
+        self._last = 0
+
+    def add(self, n: int) -> None:
+        sec = int(time.monotonic())
+        if sec != self._second:
+            self._last = self._count if sec == self._second + 1 else 0
+            self._second, self._count = sec, 0
+        self._count += n
+
+    def value(self) -> int:
+        sec = int(time.monotonic())
+        if sec == self._second:
+            return self._last
+        return self._count if sec == self._second + 1 else 0
 
 
 class HAConnection:
@@ -56,7 +82,9 @@ class HAConnection:
         self.slave_request_offset = -1
         self.acked_offset = -1
         self.next_transfer = -1
+        self.transfer_from = -1
         self.last_report_ms = 0
+        self.rate = RateWindow()
         self._wake = asyncio.Event()
         self._started = asyncio.Event()
 
@@ -64,7 +92,8 @@ class HAConnection:
         self._wake.set()
 
     def state(self) -> SlaveState:
-        return SlaveState(self.addr, self.acked_offset, self.next_transfer, self.last_report_ms)
+        return SlaveState(self.addr, self.acked_offset, self.next_transfer, self.transfer_from,
+                          self.rate.value(), self.last_report_ms)
 
     async def run(self) -> None:
         reading = asyncio.ensure_future(self._read())
@@ -113,6 +142,7 @@ class HAConnection:
             self.next_transfer = cl.max_offset
         else:
             self.next_transfer = requested
+        self.transfer_from = self.next_transfer
         log.info("master transfers to slave %s from %d (it requested %d)", self.addr, self.next_transfer,
                  requested)
         writer = self.writer
@@ -136,6 +166,7 @@ class HAConnection:
                 del chunk
                 self.next_transfer += n
                 budget -= n
+                self.rate.add(n)
             now = time.monotonic()
             if budget < WRITE_BUDGET:
                 await writer.drain()

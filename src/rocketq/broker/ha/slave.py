@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from rocketq.broker.ha.master import RateWindow
 from rocketq.codec.ha import TransferDecoder, encode_report
 from rocketq.errors import ProtocolError, StoreError
 from rocketq.store import MessageStore
@@ -32,6 +33,8 @@ class HAClient:
         self.master_addr: str | None = store.config.ha_master_address
         self.connected = False
         self.last_transfer_ms = 0
+        self.last_write_ms = 0
+        self.rate = RateWindow()
         self.master_offset = 0  # the newest offset the master named (a transfer's end or a heartbeat)
         self._on_dispatched = on_dispatched
         self._task: asyncio.Task[None] | None = None
@@ -105,6 +108,7 @@ class HAClient:
                 raise ConnectionResetError("the master closed the replication connection")
             if data:
                 last_read = now
+                self.rate.add(len(data))
                 self._apply(decoder.feed(data))
             elif now - last_read > housekeeping:
                 raise TimeoutError(f"nothing from master {addr} for {housekeeping:.0f} s")
@@ -113,6 +117,7 @@ class HAClient:
                 writer.write(encode_report(offset))
                 await writer.drain()
                 reported, last_report = offset, now
+                self.last_write_ms = int(time.time() * 1000)
 
     def _apply(self, transfers: list[tuple[int, memoryview]]) -> None:
         replica = self.replica

@@ -127,6 +127,8 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         (C.CONSUME_MESSAGE_DIRECTLY, admin_group.consume_message_directly),
         (C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, admin_group.get_consumer_status),
     ]
+    if ctl.replication is not None:
+        table.append((C.GET_BROKER_HA_STATUS, ctl.replication.get_broker_ha_status))
     schedule = ctl.schedule_service
     if schedule is not None:
         def get_all_delay_offset(request: RemotingCommand, channel: Any) -> RemotingCommand:

@@ -91,6 +91,10 @@ def register(add: Adder) -> None:
     p = add("cleanExpiredCQ", clean_expired_cq, "Delete consume-queue files whose messages are gone")
     _target(p, "every master of the cluster")
 
+    p = add("haStatus", ha_status, "Show master/slave replication: each slave's acked offset and lag")
+    _target(p, "every broker group of the cluster")
+    p.add_argument("-i", "--interval", type=positive, help="repeat every N seconds (Ctrl-C stops)")
+
     p = add("statsAll", stats_all, "Topic and group throughput over the last minute and day")
     p.add_argument("-a", "--activeTopic", dest="active", action="store_true", help="only topics with traffic")
     p.add_argument("-t", "--topic", help="only this topic")
@@ -142,6 +146,9 @@ def _cluster_row(b: ClusterBroker) -> dict[str, Any]:
         "outTotalToday": int(rt.get("msgGetTotalTodayNow", 0) or 0)
         - int(rt.get("msgGetTotalTodayMorning", 0) or 0),
         "diskRatio": rt.get("commitLogDiskRatio", ""),
+        # rocketq's runtime keys (docs/ha.md); a Java broker's role follows from its id
+        "role": rt.get("brokerRole") or ("" if not rt else "MASTER" if b.broker_id == 0 else "SLAVE"),
+        "replicationLagBytes": int(rt.get("haReplicationLagBytes", 0) or 0),
         "error": b.error,
         "runtime": rt,
     }
@@ -160,6 +167,8 @@ async def cluster_list(admin: AdminClient, args: argparse.Namespace) -> Result:
             "OutTPS",
             "InTotalToday",
             "OutTotalToday",
+            "Role",
+            "Lag(B)",
         ]
         if args.more:
             columns += ["Disk Ratio", "Status"]
@@ -175,11 +184,54 @@ async def cluster_list(admin: AdminClient, args: argparse.Namespace) -> Result:
                 r["outTps"],
                 r["inTotalToday"],
                 r["outTotalToday"],
+                r["role"],
+                r["replicationLagBytes"],
             ]
             if args.more:
                 row += [r["diskRatio"], r["error"] or "OK"]
             out.append(row)
         result = Result(rows, [table(columns, out)])
+        if not args.interval:
+            return result
+        from rocketq.cli.admin import emit
+
+        emit(result, as_json=args.json)
+        await asyncio.sleep(args.interval)
+
+
+# -- haStatus (mqadmin 5.x's HAStatusSubCommand, over GET_BROKER_HA_STATUS) ------------------------------
+
+
+async def ha_status(admin: AdminClient, args: argparse.Namespace) -> Result:
+    while True:
+        rows, blocks = [], []
+        for addr in await _brokers(admin, args, masters_only=False):
+            try:
+                info = await admin.get_broker_ha_status(addr)
+            except (ServerError, RemotingError) as exc:
+                rows.append({"addr": addr, "error": str(exc)})
+                blocks.append(kv_table({"#Broker": addr, "#Error": str(exc)}))
+                continue
+            rows.append({"addr": addr, **info})
+            if info.get("master"):
+                blocks.append(kv_table({
+                    "#MasterAddr": addr, "#MasterCommitLogMaxOffset": info["masterCommitLogMaxOffset"],
+                    "#SlaveNum": len(info["haConnectionInfo"]), "#InSyncSlaveNum": info["inSyncSlaveNums"]}))
+                blocks.append(table(
+                    ["#SlaveAddr", "#SlaveAckOffset", "#Diff", "#TransferSpeed(KB/s)", "#Status",
+                     "#TransferFromWhere"],
+                    [[c["addr"], c["slaveAckOffset"], c["diff"], f"{c['transferredByteInSecond'] / 1024:.2f}",
+                      "OK" if c["inSync"] else "Fall Behind", c["transferFromWhere"]]
+                     for c in info["haConnectionInfo"]]))
+            else:
+                c = info["haClientRuntimeInfo"]
+                blocks.append(kv_table({
+                    "#SlaveAddr": addr, "#MasterAddr": c["masterAddr"], "#Connected": c["isActivated"],
+                    "#MaxOffset": c["maxOffset"], "#MasterOffsetSeen": c["masterFlushOffset"],
+                    "#TransferSpeed(KB/s)": f"{c['transferredByteInSecond'] / 1024:.2f}",
+                    "#LastReadTime": format_ts(c["lastReadTimestamp"]),
+                    "#LastWriteTime": format_ts(c["lastWriteTimestamp"])}))
+        result = Result(rows, blocks)
         if not args.interval:
             return result
         from rocketq.cli.admin import emit
