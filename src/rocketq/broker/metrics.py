@@ -318,6 +318,22 @@ class BrokerMetrics:
         store = ctl.store
         if store is None:
             return out
+        replication = ctl.replication
+        if replication is not None:  # rocketq's names: RocketMQ 4.x exports no replication metrics
+            ha = replication.runtime_info()
+            out += [
+                (False, "rocketq_replication_lag_bytes",
+                 "Commit-log bytes not yet replicated: a master's furthest slave, a slave's own",
+                 replication.lag_bytes()),
+                (False, "rocketq_replication_slaves", "Slaves connected to this master (0 on a slave)",
+                 len(ha["haConnectionInfo"])),
+                (False, "rocketq_replication_in_sync_slaves", "Slaves within haSlaveFallbehindMax",
+                 ha["inSyncSlaveNums"]),
+                (False, "rocketq_replication_transfer_bytes_per_second",
+                 "Replication bytes per second (sent by a master, received by a slave)",
+                 sum(c["transferredByteInSecond"] for c in ha["haConnectionInfo"])
+                 + ha["haClientRuntimeInfo"]["transferredByteInSecond"]),
+            ]
         cl = store.commit_log
         earliest = _earliest_store_ts(cl)
         out += [

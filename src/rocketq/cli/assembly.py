@@ -157,7 +157,9 @@ def replica_configs(plan: ServePlan, broker: BrokerConfig, index: int
     commit_log = f"{store.store_path_commit_log}-slave{index}" if store.store_path_commit_log else None
     port = plan.broker_server.listen_port
     return (
-        dataclasses.replace(broker, broker_id=index, broker_role="SLAVE"),
+        dataclasses.replace(broker, broker_id=index, broker_role="SLAVE",
+                            metrics_port=broker.metrics_port + index if broker.metrics_port > 0
+                            else broker.metrics_port),
         dataclasses.replace(store, store_path_root_dir=f"{store.store_path_root_dir}-slave{index}",
                             store_path_commit_log=commit_log, ha_listen_port=None),
         dataclasses.replace(plan.broker_server, listen_port=port + 10 * index if port else 0),
