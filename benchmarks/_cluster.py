@@ -21,7 +21,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-READY_RE = re.compile(r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)\s*$", re.MULTILINE)
+READY_RE = re.compile(
+    r"^READY namesrv=(?P<namesrv>\S+:\d+) broker=(?P<broker>\S+:\d+)(?P<more>(?: \S+=\S+)*)\s*$",
+    re.MULTILINE)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -57,12 +59,13 @@ class BrokerProcess:
     """A running ``rocketq up`` in a temporary data dir; a context manager that removes it after."""
 
     def __init__(self, *sets: str, name: str = "bench", ready_timeout: float = 60.0,
-                 log_level: str = "WARNING") -> None:
+                 log_level: str = "WARNING", args: tuple[str, ...] = ()) -> None:
         self.name = name
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"rocketq-{name}-"))
         self.log_path = self.data_dir / "broker.log"
         args = [*rocketq_command(), "up", "--data-dir", str(self.data_dir / "data"),
-                "--namesrv-port", "0", "--broker-port", "0", "--log-level", log_level]
+                "--namesrv-port", "0", "--broker-port", "0", "--log-level", log_level, *args]
+        self.ready: dict[str, str] = {}  # every key=value of the READY line (slave1=..., metrics=...)
         for s in sets:
             args += ["--set", s]
         self._out = (self.data_dir / "stdout").open("wb")
@@ -81,6 +84,7 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             m = READY_RE.search(stdout.read_text("utf-8", "replace"))
             if m:
+                self.ready = dict(kv.split("=", 1) for kv in m.group(0).split()[1:])
                 return m["namesrv"], m["broker"]
             if self.popen.poll() is not None:
                 break

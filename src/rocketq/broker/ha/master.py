@@ -114,7 +114,7 @@ class HAConnection:
     async def _read(self) -> None:
         decoder = SlaveReportDecoder()
         housekeeping = self.service.config.ha_housekeeping_interval / 1000
-        while True:
+        while not self.service.stopping:
             data = await asyncio.wait_for(self.reader.read(1 << 16), housekeeping)
             if not data:
                 return
@@ -153,7 +153,7 @@ class HAConnection:
             writer.write(encode_transfer_header(self.next_transfer, 0))
             await writer.drain()
             last_write = time.monotonic()
-        while True:
+        while not self.service.stopping:
             self._wake.clear()
             budget = WRITE_BUDGET
             while budget > 0:
@@ -192,6 +192,7 @@ class HAService:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
+        self.stopping = False
 
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(self._accept, host, port)
@@ -229,9 +230,13 @@ class HAService:
         return [c.state() for c in self.connections if c.slave_request_offset >= 0]
 
     async def shutdown(self) -> None:
+        self.stopping = True  # the loops watch it too: see HAClient.shutdown
         if self._server is not None:
             self._server.close()
             self._server = None
+        for conn in self.connections:
+            conn.wake()
+            conn.writer.close()
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

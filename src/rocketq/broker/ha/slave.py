@@ -39,6 +39,8 @@ class HAClient:
         self._on_dispatched = on_dispatched
         self._task: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
+        self._stopping = False
+        self._writer: asyncio.StreamWriter | None = None
 
     def set_master(self, addr: str | None) -> None:
         """The master's HA address changed (a registration answer): reconnect there."""
@@ -51,13 +53,19 @@ class HAClient:
         self._task = asyncio.ensure_future(self._run())
 
     async def shutdown(self) -> None:
+        # Not only cancel: a wait_for that completes as it is cancelled can swallow the
+        # cancellation (Python 3.11), so the loops also watch the flag and the socket closes.
+        self._stopping = True
+        self._changed.set()
+        if self._writer is not None:
+            self._writer.close()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             addr = self.master_addr
             if not addr:
                 await self._wait_change(RECONNECT_DELAY)
@@ -81,10 +89,12 @@ class HAClient:
         host, _, port = addr.rpartition(":")
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
         self.connected = True
+        self._writer = writer
         log.info("slave: connected to master %s, reporting offset %d", addr, self.replica.max_offset)
         try:
             await self._replicate(addr, reader, writer)
         finally:
+            self._writer = None
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

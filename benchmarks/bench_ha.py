@@ -1,0 +1,175 @@
+"""Replication benchmarks (docs/ha.md): a master and a slave, each its own core's worth of Python.
+
+    .venv/bin/python -m benchmarks ha
+    .venv/bin/python benchmarks/bench_ha.py [--duration S] [--backlog-mb N]
+
+Three measurements, each against `rocketq up --replicas 1` (master and slave in one process, as a
+newcomer starts them) or two processes where stated:
+
+* send rate at 64 in flight (SEND_MESSAGE_V2, 128 B, one connection, ASYNC_FLUSH), the master an
+  ASYNC_MASTER and then a SYNC_MASTER (each ack waits for the slave's report): the ratio is the
+  price of synchronous replication;
+* slave lag at full produce rate: batches of 100 x 128 B, 8 in flight, into an ASYNC_MASTER while
+  GET_BROKER_HA_STATUS is sampled every 100 ms; the lag in bytes and in time at the measured rate;
+* catch-up: a master (its own process) holds a backlog of --backlog-mb MiB (default 512), then an
+  empty slave (its own process) starts; the time from its start to having everything, in MB/s.
+
+The client is bench_send's pre-encoded, pipelining sender, so the figures are the brokers'. Prints
+figures and returns them from `run()`; never asserts times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks._cluster` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._cluster import BrokerProcess, rocketq_command
+from benchmarks.bench_send import PHASES, _create_topic, _drive, batch_pool, single_pool
+from rocketq.codec.codes import RequestCode
+from rocketq.codec.command import RemotingCommand
+from rocketq.remoting import RemotingClient
+
+DURATION = 5.0
+BACKLOG_MB = 512
+GROUP = "bench-ha"
+SEGMENT = ("mappedFileSizeCommitLog=268435456",)  # 256 MiB: the backlog spans segments
+
+
+async def ha_status(client: RemotingClient, addr: str) -> dict[str, Any]:
+    r = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS, {}), 5)
+    info: dict[str, Any] = orjson.loads(r.body_bytes())
+    return info
+
+
+async def _send_rate(role: str, duration: float) -> dict[str, float]:
+    with BrokerProcess(f"brokerRole={role}", f"brokerName={GROUP}", *SEGMENT, name=f"bench-ha-{role}",
+                       args=("--replicas", "1")) as broker:
+        await _create_topic(broker.broker)
+        async with RemotingClient() as client:  # wait until the slave is connected
+            for _ in range(200):
+                if (await ha_status(client, broker.broker))["haConnectionInfo"]:
+                    break
+                await asyncio.sleep(0.05)
+        figures, _, _ = await _drive(PHASES["single"], broker, single_pool(), duration, None)
+    print(f"  {role:<13} {figures['msgs_per_s']:>10,.0f} msgs/s  ack p50 {figures['ack_p50_ms']:.2f} ms  "
+          f"p99 {figures['ack_p99_ms']:.2f} ms  broker cpu {figures['broker_cpu_pct']:.0f}%  "
+          f"errors {figures['errors']:.0f}")
+    return figures
+
+
+async def _lag(duration: float) -> dict[str, float]:
+    with BrokerProcess(f"brokerName={GROUP}", *SEGMENT, name="bench-ha-lag",
+                       args=("--replicas", "1")) as broker:
+        await _create_topic(broker.broker)
+        samples: list[int] = []
+        offsets: list[tuple[float, int]] = []  # (time, master max offset): the produce rate in bytes
+        stop = asyncio.Event()
+
+        async def sample() -> None:
+            async with RemotingClient() as client:
+                while not stop.is_set():
+                    info = await ha_status(client, broker.broker)
+                    if info["haConnectionInfo"]:
+                        samples.append(int(info["haConnectionInfo"][0]["diff"]))
+                        offsets.append((time.monotonic(), int(info["masterCommitLogMaxOffset"])))
+                    await asyncio.sleep(0.1)
+
+        sampler = asyncio.ensure_future(sample())
+        try:
+            figures, _, _ = await _drive(PHASES["batch"], broker, batch_pool(), duration, None)
+        finally:
+            stop.set()
+            await sampler
+    (t0, o0), (t1, o1) = offsets[len(offsets) // 5], offsets[-1]  # past the warm-up
+    bytes_per_s = (o1 - o0) / (t1 - t0) if t1 > t0 else 0.0
+    worst = max(samples, default=0)
+    mean = sum(samples) / len(samples) if samples else 0.0
+    out = {"msgs_per_s": figures["msgs_per_s"], "lag_max_bytes": worst, "lag_mean_bytes": mean,
+           "lag_max_ms": 1000 * worst / bytes_per_s if bytes_per_s else 0.0,
+           "lag_mean_ms": 1000 * mean / bytes_per_s if bytes_per_s else 0.0}
+    print(f"  batch 100 x 128 B into an ASYNC_MASTER: {out['msgs_per_s']:,.0f} msgs/s "
+          f"({bytes_per_s / 1e6:.0f} MB/s of commit log); slave lag max "
+          f"{worst / 1e6:.2f} MB (~{out['lag_max_ms']:.0f} ms), mean {mean / 1e6:.2f} MB "
+          f"(~{out['lag_mean_ms']:.0f} ms) over {len(samples)} samples")
+    return out
+
+
+async def _catch_up(backlog_mb: int) -> dict[str, float]:
+    target = backlog_mb << 20
+    with BrokerProcess(f"brokerName={GROUP}", *SEGMENT, name="bench-ha-backlog") as master:
+        await _create_topic(master.broker)
+        async with RemotingClient() as client:
+            while (await ha_status(client, master.broker))["masterCommitLogMaxOffset"] < target:
+                await _drive(PHASES["batch"], master, batch_pool(), 3.0, None)
+            total = (await ha_status(client, master.broker))["masterCommitLogMaxOffset"]
+            slave_dir = master.data_dir / "slave"
+            t0 = time.monotonic()
+            slave = subprocess.Popen(
+                [*rocketq_command(), "broker", "--data-dir", str(slave_dir), "--broker-port", "0", "-n",
+                 master.namesrv, "--log-level", "WARNING", "--set", f"brokerName={GROUP}",
+                 "--set", "brokerId=1", "--set", "brokerRole=SLAVE",
+                 *(a for s in SEGMENT for a in ("--set", s))],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            try:
+                acked = 0
+                while acked < total:
+                    conns = (await ha_status(client, master.broker))["haConnectionInfo"]
+                    acked = int(conns[0]["slaveAckOffset"]) if conns else 0
+                    await asyncio.sleep(0.05)
+                seconds = time.monotonic() - t0
+            finally:
+                slave.terminate()
+                slave.wait(60)
+    mb_s = total / 1e6 / seconds
+    print(f"  empty slave beside a {total / 2**20:,.0f} MiB backlog: caught up in {seconds:.1f} s "
+          f"(process start included) = {mb_s:,.0f} MB/s")
+    return {"backlog_mib": total / 2**20, "seconds": seconds, "mb_per_s": mb_s}
+
+
+def run(duration: float = DURATION, backlog_mb: int = BACKLOG_MB) -> dict[str, float]:
+    async def main() -> dict[str, float]:
+        print("send rate, SEND_MESSAGE_V2 128 B, 64 in flight, 1 connection, ASYNC_FLUSH, one slave:")
+        a = await _send_rate("ASYNC_MASTER", duration)
+        s = await _send_rate("SYNC_MASTER", duration)
+        ratio = s["msgs_per_s"] / a["msgs_per_s"] if a["msgs_per_s"] else 0.0
+        print(f"  SYNC_MASTER / ASYNC_MASTER = {ratio:.0%}")
+        print("slave lag at full produce rate:")
+        lag = await _lag(duration)
+        print("catch-up:")
+        up = await _catch_up(backlog_mb)
+        return {
+            "async_master_msgs_per_s": a["msgs_per_s"],
+            "sync_master_msgs_per_s": s["msgs_per_s"],
+            "sync_over_async": ratio,
+            "sync_master_ack_p50_ms": s["ack_p50_ms"],
+            "lag_produce_msgs_per_s": lag["msgs_per_s"],
+            "lag_max_ms": lag["lag_max_ms"],
+            "lag_mean_ms": lag["lag_mean_ms"],
+            "catch_up_backlog_mib": up["backlog_mib"],
+            "catch_up_mb_per_s": up["mb_per_s"],
+        }
+
+    return asyncio.run(main())
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--duration", type=float, default=DURATION)
+    p.add_argument("--backlog-mb", type=int, default=BACKLOG_MB)
+    a = p.parse_args(argv)
+    run(a.duration, a.backlog_mb)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
