@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import time
 import zlib
 from array import array
@@ -31,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rocketq.codec.message import MessageConst, tags_code
-from rocketq.codec.properties import needle, value_span
+from rocketq.codec.properties import needle
 from rocketq.codec.record import (
     BLANK_MAGIC,
     BODY_CRC_AT,
@@ -54,7 +55,7 @@ from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import MessageStoreConfig
 from rocketq.store.consume_queue import ConsumeQueue
-from rocketq.store.dispatch import SCHEDULE_TOPIC, index_keys_of, tags_code_of
+from rocketq.store.dispatch import SCHEDULE_TOPIC, tags_code_of
 from rocketq.store.index import IndexService
 from rocketq.store.mapped_file import MappedFile
 
@@ -333,13 +334,15 @@ class Recovery:
                     rows = to_cq[members]
                     block = np.stack((f["qoff"][rows], phys[rows], f["size"][rows], tags[members]), axis=1)
                     per_queue.setdefault((names[g >> 32], g & 0xFFFFFFFF), []).append(block)
-            for i in np.flatnonzero(need_idx[sel]).tolist():
-                p0, pl = int(f["pstart"][i]), int(f["plen"][i])
-                topic = names[int(topic_ids[i])]
-                for k in index_keys_of(bytes(mf.buf[p0 : p0 + pl])):
-                    strings.append(f"{topic}#{k}")
-                    k_phys.append(int(phys[i]))
-                    k_ts.append(int(f["ts"][i]))
+            to_idx = np.flatnonzero(need_idx[sel])
+            if len(to_idx):
+                rows, keys = _index_keys(mf, f["pstart"][to_idx], f["plen"][to_idx])
+                rows = to_idx[rows]
+                for tid, k, p, ts in zip(topic_ids[rows].tolist(), keys, phys[rows].tolist(),
+                                         f["ts"][rows].tolist(), strict=True):
+                    strings.append(f"{names[tid]}#{k}")
+                    k_phys.append(p)
+                    k_ts.append(ts)
         if touched is not None:
             touched.update(per_queue)
         rebuilt = 0
@@ -405,7 +408,6 @@ def _topic_ids(u8: npt.NDArray[np.uint8], tstart: I64Array, tlen: I64Array) -> t
     return ids, names
 
 
-_TAGS_NEEDLE = needle(MessageConst.PROPERTY_TAGS).encode()
 _PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 
@@ -414,28 +416,82 @@ def _tags_codes(
     mf: MappedFile, f: dict[str, I64Array], rows: I64Array, topic_ids: I64Array, names: list[str],
     delay: list[int],
 ) -> list[int]:
-    """tagsCode of each record in `rows`, read straight from the mapped properties."""
-    mm = mf.mm
+    """tagsCode of each record in `rows`, read straight from the mapped properties (the TAGS of
+    all of them in one regex pass; the schedule topic's delivery times one by one)."""
+    pstart, plen = f["pstart"][rows], f["plen"][rows]
+    out = [0] * len(rows)
+    if not len(rows):
+        return out
+    lo = int(pstart[0])
+    region = bytes(mf.buf[lo : int(pstart[-1] + plen[-1])])
     cache: dict[bytes, int] = {}
-    out: list[int] = []
-    add = out.append
-    schedule = names.index(SCHEDULE_TOPIC) if SCHEDULE_TOPIC in names else -1
-    for p0, pl, tid, ts in zip(f["pstart"][rows].tolist(), f["plen"][rows].tolist(),
-                               topic_ids[rows].tolist(), f["ts"][rows].tolist(), strict=True):
-        end = p0 + pl
-        if tid == schedule:
-            add(tags_code_of(SCHEDULE_TOPIC, mm[p0:end], ts, delay))
-            continue
-        span = value_span(mm, _TAGS_NEEDLE, p0, end)
-        if span is None:
-            add(0)
-            continue
-        raw = mm[span[0] : span[1]]
+    found, values = _last_values(mf, lo, region, pstart, pstart + plen, _TAGS_RE)
+    for i, raw in zip(found.tolist(), values, strict=True):
         code = cache.get(raw)
         if code is None:
             code = cache[raw] = tags_code(raw.decode("utf-8", "replace"))
-        add(code)
+        out[i] = code
+    if SCHEDULE_TOPIC in names:
+        schedule = names.index(SCHEDULE_TOPIC)
+        mm = mf.mm
+        for i in np.flatnonzero(topic_ids[rows] == schedule).tolist():
+            p0 = int(pstart[i])
+            out[i] = tags_code_of(SCHEDULE_TOPIC, mm[p0 : p0 + int(plen[i])], int(f["ts"][rows[i]]), delay)
     return out
+
+
+def _entry_re(name: str) -> re.Pattern[bytes]:
+    """A property entry's name and value (a value ends at \x02, or at the properties' end)."""
+    return re.compile(re.escape(needle(name).encode()) + rb"([^\x02]+)")
+
+
+_TAGS_RE = _entry_re(MessageConst.PROPERTY_TAGS)
+_UNIQ_RE = _entry_re(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+_KEYS_RE = _entry_re(MessageConst.PROPERTY_KEYS)
+
+
+def _last_values(mf: MappedFile, lo: int, region: bytes, pstart: I64Array, pend: I64Array,
+                 pattern: re.Pattern[bytes]) -> tuple[I64Array, list[bytes]]:
+    """(record index, value) of the entry `pattern` names in each record's properties that has
+    one, the last one when there are several (as decode_properties): one regex pass over the
+    whole stretch of records, matches outside a properties block (a body) or not at an entry's
+    start ("XKEYS") dropped with numpy."""
+    found = [(m.start(), *m.span(1)) for m in pattern.finditer(region)]
+    if not found:
+        return np.zeros(0, np.int64), []
+    a = np.asarray(found, dtype=np.int64) + lo
+    at, v = a[:, 0], a[:, 1:]
+    r = np.searchsorted(pstart, at, side="right") - 1
+    ok = r >= 0
+    r = np.where(ok, r, 0)
+    end = np.minimum(v[:, 1], pend[r])
+    u8 = np.frombuffer(mf.buf, dtype=np.uint8)
+    ok &= (at < pend[r]) & (end > v[:, 0]) & ((at == pstart[r]) | (u8[np.maximum(at - 1, 0)] == 2))
+    del u8
+    keep = np.flatnonzero(ok)
+    last = keep[np.flatnonzero(np.append(r[keep][1:] != r[keep][:-1], True))]  # the last per record
+    return r[last], [region[a - lo : b - lo] for a, b in zip(v[last, 0].tolist(), end[last].tolist(),
+                                                                    strict=True)]
+
+
+def _index_keys(mf: MappedFile, pstart: I64Array, plen: I64Array) -> tuple[I64Array, list[str]]:
+    """UNIQ_KEY and each KEYS word of many records (ascending positions in one segment), as
+    (record index per key, key): `index_keys_of` in bulk."""
+    lo, hi = int(pstart[0]), int(pstart[-1] + plen[-1])
+    region = bytes(mf.buf[lo:hi])
+    pend = pstart + plen
+    rows: list[int] = []
+    keys: list[str] = []
+    u_rows, u_vals = _last_values(mf, lo, region, pstart, pend, _UNIQ_RE)
+    k_rows, k_vals = _last_values(mf, lo, region, pstart, pend, _KEYS_RE)
+    rows += u_rows.tolist()
+    keys += [v.decode("utf-8", "replace") for v in u_vals]
+    for row, words in zip(k_rows.tolist(), k_vals, strict=True):
+        for w in words.decode("utf-8", "replace").split(MessageConst.KEY_SEPARATOR):
+            if w:
+                rows.append(row)
+                keys.append(w)
+    return np.asarray(rows, dtype=np.int64), keys
 
 
 def _covered(sorted_positions: I64Array, known: I64Array) -> npt.NDArray[np.bool_]:
