@@ -96,6 +96,17 @@ async def same_max_offsets(client: RemotingClient, a: str, b: str, topic: str) -
     return True
 
 
+async def replicated_topic(client: RemotingClient, g: dict[str, Server], prefix: str, n: int,
+                           tag: str = "m") -> tuple[str, list[str]]:
+    """A new topic on the group's master with `n` messages, once the slave has them all."""
+    master = g["master"].addr
+    topic = unique_name(prefix)
+    await create_topic(client, master, topic, read=QUEUES, write=QUEUES)
+    keys = await fill(client, master, topic, n, tag)
+    await wait_until(lambda: same_max_offsets(client, master, g["slave"].addr, topic), timeout=30)
+    return topic, keys
+
+
 async def fill(client: RemotingClient, addr: str, topic: str, n: int, tag: str = "m") -> list[str]:
     keys = []
     for i in range(n):
@@ -138,10 +149,7 @@ async def test_killed_slave_catches_up_from_its_own_offset(tmp_path: Path) -> No
     with broker_group(tmp_path) as g:
         master = g["master"].addr
         async with RemotingClient() as client:
-            topic = unique_name("HaR")
-            await create_topic(client, master, topic, read=QUEUES, write=QUEUES)
-            keys = await fill(client, master, topic, 100, "a")
-            await wait_until(lambda: same_max_offsets(client, master, g["slave"].addr, topic), timeout=30)
+            topic, keys = await replicated_topic(client, g, "HaR", 100, "a")
             g["slave"].proc.kill()
             keys += await fill(client, master, topic, 300, "b")
             g["slave"] = start_group_member(tmp_path, GROUP, g["ns"].addr, 1, *STORE)
@@ -154,12 +162,8 @@ async def test_a_slave_past_its_master_is_truncated_to_it(tmp_path: Path) -> Non
     """The master lost the tail of its log (as a machine crash loses unflushed pages) that its slave
     already had: the slave cuts its log back to the master's end and then follows it again."""
     with broker_group(tmp_path) as g:
-        master = g["master"].addr
         async with RemotingClient() as client:
-            topic = unique_name("HaD")
-            await create_topic(client, master, topic, read=QUEUES, write=QUEUES)
-            await fill(client, master, topic, 60, "old")
-            await wait_until(lambda: same_max_offsets(client, master, g["slave"].addr, topic), timeout=30)
+            topic, _ = await replicated_topic(client, g, "HaD", 60, "old")
             await read_all(client, g["slave"].addr, topic)  # the slave has the topic's config too
             g["slave"].proc.kill()
             g["master"].proc.stop()
@@ -190,12 +194,8 @@ async def test_consumers_read_from_the_slave_while_the_master_is_down(tmp_path: 
     from rocketq.client.consumer import ConsumeStatus
 
     with broker_group(tmp_path) as g:
-        master = g["master"].addr
         async with RemotingClient() as client:
-            topic = unique_name("HaS")
-            await create_topic(client, master, topic, read=QUEUES, write=QUEUES)
-            keys = await fill(client, master, topic, 40)
-            await wait_until(lambda: same_max_offsets(client, master, g["slave"].addr, topic), timeout=30)
+            topic, keys = await replicated_topic(client, g, "HaS", 40)
             await wait_until(lambda: topic_on(client, g["slave"].addr, topic), timeout=40)
         g["master"].proc.kill()
 

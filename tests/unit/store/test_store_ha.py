@@ -22,6 +22,17 @@ def fill(store: MessageStore, n: int, start: int = 0) -> None:
                                         keys=f"k{i}")).ok
 
 
+def pair(make_store: Callable[..., MessageStore], tmp_path: Path, n: int
+         ) -> tuple[MessageStore, MessageStore, ReplicaWriter]:
+    """A master with `n` messages and a slave that has copied them."""
+    master = make_store(tmp_path / "m")
+    fill(master, n)
+    slave = make_store(tmp_path / "s")
+    writer = ReplicaWriter(slave)
+    replicate(master, writer, 4096)
+    return master, slave, writer
+
+
 def replicate(master: MessageStore, writer: ReplicaWriter, cut: int) -> int:
     """Copy the master's log from the slave's end in transfers of at most `cut` bytes."""
     sent = 0
@@ -70,11 +81,7 @@ def test_slave_restart_resumes_from_its_own_end(make_store: Callable[..., Messag
 
 def test_a_slave_past_the_master_is_truncated(make_store: Callable[..., MessageStore],
         tmp_path: Path) -> None:
-    master = make_store(tmp_path / "m")
-    fill(master, 50)
-    slave = make_store(tmp_path / "s")
-    writer = ReplicaWriter(slave)
-    replicate(master, writer, 4096)
+    master, slave, writer = pair(make_store, tmp_path, 50)
     slave.put.slave = False
     fill(slave, 30, start=1000)  # written while this store was a master of its own: diverged
     ahead = slave.max_phy_offset
@@ -89,11 +96,7 @@ def test_a_slave_past_the_master_is_truncated(make_store: Callable[..., MessageS
 
 def test_bytes_for_another_offset_are_refused(make_store: Callable[..., MessageStore],
         tmp_path: Path) -> None:
-    master = make_store(tmp_path / "m")
-    fill(master, 10)
-    slave = make_store(tmp_path / "s")
-    writer = ReplicaWriter(slave)
-    replicate(master, writer, 4096)
+    _, _, writer = pair(make_store, tmp_path, 10)
     with pytest.raises(ReplicaDiverged):
         writer.append(writer.max_offset + 20, b"x" * 10)
 
