@@ -36,6 +36,7 @@ from tests.wire import (
     send_header,
 )
 
+from rocketq.codec.bodies import KVTable
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.remoting import RemotingClient
@@ -189,31 +190,53 @@ async def test_a_slave_past_its_master_is_truncated_to_it(tmp_path: Path) -> Non
             assert "truncating" in g["slave"].proc.stderr_path.read_text()
 
 
-async def test_consumers_read_from_the_slave_while_the_master_is_down(tmp_path: Path) -> None:
+async def consume_all(namesrv: str, topic: str, keys: list[str]) -> None:
+    """A push consumer (a new group, from the first offset) until it got every one of `keys`."""
     from rocketq.aio import PushConsumer
     from rocketq.client.consumer import ConsumeStatus
 
+    seen: set[str] = set()
+
+    def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        seen.update(m.uniq_key for m in msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(unique_name("HaCG"), namesrv_addr=namesrv,
+                            consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    await consumer.start()
+    try:
+        await wait_until(lambda: seen >= set(keys), timeout=60)
+    finally:
+        await consumer.shutdown()
+
+
+async def gets_served(client: RemotingClient, addr: str) -> int:
+    r = await invoke(client, addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    return int(KVTable.from_json(r.body_bytes()).table["msgGetTotalTodayNow"])
+
+
+async def test_consumers_read_from_the_slave_while_the_master_is_down(tmp_path: Path) -> None:
     with broker_group(tmp_path) as g:
         async with RemotingClient() as client:
             topic, keys = await replicated_topic(client, g, "HaS", 40)
             await wait_until(lambda: topic_on(client, g["slave"].addr, topic), timeout=40)
         g["master"].proc.kill()
+        await consume_all(g["ns"].addr, topic, keys)
 
-        seen: set[str] = set()
 
-        def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
-            seen.update(m.uniq_key for m in msgs)
-            return ConsumeStatus.CONSUME_SUCCESS
-
-        consumer = PushConsumer(unique_name("HaCG"), namesrv_addr=g["ns"].addr,
-                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
-        consumer.subscribe(topic, "*")
-        consumer.register_listener(listener)
-        await consumer.start()
-        try:
-            await wait_until(lambda: seen >= set(keys), timeout=60)
-        finally:
-            await consumer.shutdown()
+async def test_a_consumer_far_behind_is_sent_to_the_slave(tmp_path: Path) -> None:
+    """slaveReadEnable with accessMessageInMemoryMaxRatio=0: every pull that leaves anything behind it
+    is out of "memory", so the master suggests the slave and the SDK's next pulls go there."""
+    with broker_group(tmp_path, "--set", "slaveReadEnable=true",
+                      "--set", "accessMessageInMemoryMaxRatio=0") as g:
+        async with RemotingClient() as client:
+            topic, keys = await replicated_topic(client, g, "HaF", 400)
+            await wait_until(lambda: topic_on(client, g["slave"].addr, topic), timeout=40)
+            before = await gets_served(client, g["slave"].addr)
+            await consume_all(g["ns"].addr, topic, keys)
+            assert await gets_served(client, g["slave"].addr) > before
 
 
 async def _kill_master_under_load(tmp_path: Path) -> None:
