@@ -116,20 +116,28 @@ class HAClient:
             now = time.monotonic()
             if data == b"":
                 raise ConnectionResetError("the master closed the replication connection")
+            appended = False
             if data:
                 last_read = now
                 self.rate.add(len(data))
-                self._apply(decoder.feed(data))
+                appended = self._append(decoder.feed(data))
             elif now - last_read > housekeeping:
                 raise TimeoutError(f"nothing from master {addr} for {housekeeping:.0f} s")
             offset = replica.max_offset
             if offset != reported or now - last_report >= heartbeat:
+                # As RocketMQ's HAClient: the report follows the append, not the dispatch, so a
+                # SYNC_MASTER's ack waits for the bytes, not for this slave's consume queues.
                 writer.write(encode_report(offset))
-                await writer.drain()
                 reported, last_report = offset, now
                 self.last_write_ms = int(time.time() * 1000)
+            if appended:
+                touched = replica.dispatch()
+                if touched:
+                    self._on_dispatched(touched)
+            await writer.drain()
 
-    def _apply(self, transfers: list[tuple[int, memoryview]]) -> None:
+    def _append(self, transfers: list[tuple[int, memoryview]]) -> bool:
+        """Append the transfers of one read; True when any came (their records want dispatch)."""
         replica = self.replica
         for offset, body in transfers:
             here = replica.max_offset
@@ -142,9 +150,7 @@ class HAClient:
             self.master_offset = max(self.master_offset, offset + len(body))
         if transfers:
             self.last_transfer_ms = int(time.time() * 1000)
-            touched = replica.dispatch()
-            if touched:
-                self._on_dispatched(touched)
+        return bool(transfers)
 
     @property
     def lag_bytes(self) -> int:
