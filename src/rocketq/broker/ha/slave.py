@@ -22,6 +22,7 @@ from rocketq.store.ha import ReplicaDiverged, ReplicaWriter
 log = logging.getLogger("rocketq.broker.ha")
 
 RECONNECT_DELAY = 1.0
+RETRY_DELAY = 5.0  # RocketMQ's HAClient waits 5 s after a failed connect
 READ_SIZE = 1 << 20
 
 
@@ -65,6 +66,7 @@ class HAClient:
             await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
+        failures = 0  # in a row: a master that is down is retried every few seconds, logged once
         while not self._stopping:
             addr = self.master_addr
             if not addr:
@@ -72,13 +74,16 @@ class HAClient:
                 continue
             try:
                 await self._session(addr)
+                failures = 0
             except asyncio.CancelledError:
                 raise
             except (OSError, ProtocolError, StoreError, TimeoutError) as exc:
-                log.warning("slave: replication from %s stopped: %s", addr, exc)
+                failures = 1 if self.connected else failures + 1  # a lost connection counts afresh
+                (log.warning if failures == 1 else log.debug)(
+                    "slave: replication from %s stopped: %s", addr, exc)
             finally:
                 self.connected = False
-            await self._wait_change(RECONNECT_DELAY)
+            await self._wait_change(RECONNECT_DELAY if failures <= 1 else RETRY_DELAY)
 
     async def _wait_change(self, timeout: float) -> None:
         with contextlib.suppress(TimeoutError):
