@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.cli.assembly import ServeOptions, build_plan
+from rocketq.cli.assembly import ServeOptions, build_plan, replica_configs
 from rocketq.config import BrokerConfig, NamesrvConfig
 from rocketq.errors import ConfigError
 from rocketq.remoting.config import RemotingServerConfig
@@ -121,3 +121,19 @@ def test_a_java_broker_conf_with_keys_rocketq_does_not_act_on_loads(tmp_path: Pa
     assert plan.java is not None
     assert (plan.java.send_message_thread_pool_nums, plan.java.ha_listen_port) == (16, 20912)
     assert plan.java.transient_store_pool_enable is True
+
+
+def test_up_replicas_are_slaves_with_their_own_store_and_ports(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "up", broker_port=10911, replicas=2, sets=("brokerName=g", "metricsPort=9100"))
+    assert plan.replicas == 2 and plan.broker is not None
+    broker, store, server = replica_configs(plan, plan.broker, 2)
+    assert (broker.broker_name, broker.broker_id, broker.broker_role) == ("g", 2, "SLAVE")
+    assert store.store_path_root_dir == str(tmp_path / "data" / "store") + "-slave2"
+    assert (server.listen_port, broker.metrics_port) == (10931, 9102)
+    free = _plan(tmp_path, "up", broker_port=0, replicas=1)
+    assert free.broker is not None and replica_configs(free, free.broker, 1)[2].listen_port == 0
+
+
+def test_up_replicas_of_a_slave_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--replicas"):
+        _plan(tmp_path, "up", replicas=1, sets=("brokerRole=SLAVE", "brokerId=1"))

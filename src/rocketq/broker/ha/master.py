@@ -142,6 +142,10 @@ class HAConnection:
             self.next_transfer = cl.max_offset
         else:
             self.next_transfer = requested
+            if requested < cl.min_offset:
+                log.warning("slave %s is at %d, before this master's first retained offset %d: it cannot "
+                            "catch up (empty its store to copy everything anew)", self.addr, requested,
+                            cl.min_offset)
         self.transfer_from = self.next_transfer
         log.info("master transfers to slave %s from %d (it requested %d)", self.addr, self.next_transfer,
                  requested)
