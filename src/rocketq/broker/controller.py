@@ -20,8 +20,8 @@ from typing import Any
 
 from rocketq.broker.client_manager import ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig
-from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.broker.ha import Replication
+from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.broker.long_polling import PullRequestHoldService
 from rocketq.broker.offset_manager import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI

@@ -28,7 +28,7 @@ _SEND_THREADS = min(_CPUS, 4)
 
 _THREADS = "rocketq serves every request on one event loop, not on thread pools"
 _QUEUES = "rocketq has no thread-pool queues to bound"
-_HA = "rocketq has no master-slave replication yet"
+_HA = "a rocketq slave never corrects a consumer's offset"
 _DLEDGER = "rocketq has no DLedger commit log"
 _CLIENT = "the broker's own connections use rocketq's fixed client settings"
 _NETTY = "rocketq's transport is asyncio, not Netty"
@@ -83,7 +83,6 @@ class JavaOnlyConfig:
     commercial_base_count: int = not_honoured(1, why=_COMMERCIAL)
     transfer_msg_by_heap: bool = not_honoured(True, why="pull answers are always copied from the mapped file")
     max_delay_time: int = not_honoured(40, why="Java does not read it either")
-    slave_read_enable: bool = not_honoured(False, why=_HA)
     disable_consume_if_consumer_read_slowly: bool = not_honoured(False, why="rocketq never disables a group")
     consumer_fallbehind_threshold: int = not_honoured(16 * 1024**3, why="rocketq never disables a group")
     broker_fast_failure_enable: bool = not_honoured(True, why=_FAST_FAIL)
@@ -149,15 +148,7 @@ class JavaOnlyConfig:
         64 * 1024, why="pulls are bounded by the in-memory limits wherever the data is")
     max_transfer_count_on_message_in_disk: int = not_honoured(
         8, why="pulls are bounded by the in-memory limits wherever the data is")
-    access_message_in_memory_max_ratio: int = not_honoured(40, why="pulls never suggest a slave")
     message_index_safe: bool = not_honoured(False, why="the index is recovered from the commit log")
-    ha_listen_port: int = not_honoured(10912, why=_HA)
-    ha_send_heartbeat_interval: int = not_honoured(5_000, why=_HA)
-    ha_housekeeping_interval: int = not_honoured(20_000, why=_HA)
-    ha_transfer_batch_size: int = not_honoured(32 * 1024, why=_HA)
-    ha_master_address: str | None = not_honoured(None, why=_HA)
-    ha_slave_fallbehind_max: int = not_honoured(256 * 1024 * 1024, why=_HA)
-    slave_timeout: int = not_honoured(3000, why=_HA)
     flush_delay_offset_interval: int = not_honoured(
         10_000, why="delay offsets are written with each delivery")
     warm_maped_file_enable: bool = not_honoured(False, why=_WARM)

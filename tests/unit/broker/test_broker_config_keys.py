@@ -29,7 +29,8 @@ async def test_get_broker_config_answers_java_4_9_8_key_for_key(tmp_path: Path) 
         assert got["listenPort"] == str(broker.listen_port) != "0"
         assert got["brokerName"] == broker.broker_config.broker_name
         assert got["storePathRootDir"] == broker.store_config.store_path_root_dir
-        assert got["haListenPort"] == "10912" and got["useTLS"] == "false"
+        assert got["haListenPort"] == str(broker.replication.service.port) != "0"
+        assert got["useTLS"] == "false"
         assert got["configBlackList"] == "configBlackList;brokerConfigPath"
         assert got["isEnableBatchPush"] == "false" and got["enableDLegerCommitLog"] == "false"
 

@@ -523,9 +523,20 @@ class AdminBrokerProcessor:
 def broker_config_text(ctl: BrokerController) -> str:
     """Configuration.getAllConfigsFormatString: every key with RocketMQ's name; a broker started
     with port 0 reports the port the system picked."""
-    lines = [f"listenPort={ctl.listen_port}" if line.startswith("listenPort=") else line
-             for line in dump_properties(ctl.configs).splitlines()]
+    live = {"listenPort": str(ctl.listen_port), "haListenPort": str(ha_listen_port(ctl))}
+    lines = [line for line in dump_properties(ctl.configs).splitlines()
+             if line.partition("=")[0] not in live]
+    lines += [f"{key}={value}" for key, value in live.items()]
     return "".join(line + "\n" for line in lines)
+
+
+def ha_listen_port(ctl: BrokerController) -> int:
+    """The bound HA port of a master; a slave (or a broker not started yet) reports what it would bind."""
+    replication = ctl.replication
+    if replication is not None and replication.service is not None:
+        return replication.service.port
+    configured = ctl.store_config.ha_listen_port
+    return configured if configured is not None else ctl.listen_port + 1
 
 
 def persist_broker_config(ctl: BrokerController) -> None:
