@@ -361,3 +361,73 @@ async def in_process_cluster(tmp_path: Path, opts: BrokerOptions | None = None,
             await broker.shutdown()
         if ns is not None:
             await ns.shutdown()
+
+
+# -- pop (RocketMQ 5) ---------------------------------------------------------------------------------
+
+
+async def pop(client: RemotingClient, addr: str, group: str, topic: str, *, queue_id: int = -1,
+              max_nums: int = 32, invisible_ms: int = 60_000, poll_ms: int = 0, init_mode: int = 0,
+              order: bool = False, exp: str | None = None, attempt_id: str | None = None,
+              timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
+    """POP_MESSAGE (200050) as MQClientAPIImpl.popMessageAsync sends it."""
+    return await invoke(client, addr, RequestCode.POP_MESSAGE, {
+        "consumerGroup": group, "topic": topic, "queueId": queue_id, "maxMsgNums": max_nums,
+        "invisibleTime": invisible_ms, "pollTime": poll_ms, "bornTime": int(time.time() * 1000),
+        "initMode": init_mode, "expType": "TAG" if exp else None, "exp": exp,
+        "order": "true" if order else None, "attemptId": attempt_id,
+    }, timeout=timeout + poll_ms / 1000)
+
+
+def popped(response: RemotingCommand, broker_name: str) -> list[MessageExt]:
+    """The messages of a pop answer with their POP_CK handle, built as processPopResponse does."""
+    from rocketq.codec.pop import build_extra_info, parse_offset_info, retry_flag
+
+    ext = response.ext_fields or {}
+    starts = parse_offset_info(ext.get("startOffsetInfo"))
+    out = []
+    for m in decode_messages(response.body):
+        if "POP_CK" not in m.properties:
+            start = starts[f"{retry_flag(m.topic)}@{m.queue_id}"]
+            m.properties["POP_CK"] = build_extra_info(
+                start, int(ext["popTime"]), int(ext["invisibleTime"]), int(ext["reviveQid"]), m.topic,
+                broker_name, m.queue_id, m.queue_offset)
+        out.append(m)
+    return out
+
+
+def pop_topic_of(m: MessageExt, group: str) -> str:
+    """The topic a popped message is acked on (its pop retry topic when it was retried)."""
+    from rocketq.codec.pop import parse_extra_info
+
+    return parse_extra_info(m.properties["POP_CK"]).real_topic(m.topic, group)
+
+
+async def ack(client: RemotingClient, addr: str, group: str, m: MessageExt) -> RemotingCommand:
+    """ACK_MESSAGE (200051) of one popped message."""
+    from rocketq.codec.pop import parse_extra_info
+
+    ck = m.properties["POP_CK"]
+    info = parse_extra_info(ck)
+    return await invoke(client, addr, RequestCode.ACK_MESSAGE, {
+        "consumerGroup": group, "topic": pop_topic_of(m, group), "queueId": info.queue_id,
+        "extraInfo": ck, "offset": info.queue_offset})
+
+
+async def change_invisible(client: RemotingClient, addr: str, group: str, m: MessageExt,
+                           invisible_ms: int) -> RemotingCommand:
+    """CHANGE_MESSAGE_INVISIBLETIME (200053); on success the message's POP_CK is the new handle."""
+    from rocketq.codec.pop import build_extra_info, parse_extra_info
+
+    ck = m.properties["POP_CK"]
+    info = parse_extra_info(ck)
+    topic = pop_topic_of(m, group)
+    r = await invoke(client, addr, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, {
+        "consumerGroup": group, "topic": topic, "queueId": info.queue_id, "extraInfo": ck,
+        "offset": info.queue_offset, "invisibleTime": invisible_ms})
+    if r.code == ResponseCode.SUCCESS:
+        e = r.ext_fields or {}
+        m.properties["POP_CK"] = build_extra_info(
+            info.queue_offset or 0, int(e["popTime"]), int(e["invisibleTime"]), int(e["reviveQid"]), topic,
+            info.broker_name, info.queue_id, info.queue_offset)
+    return r

@@ -18,6 +18,7 @@ __all__ = ["BrokerConfig"]
 _IDENTITY = "the broker's identity in routes, message ids and registrations"
 _AT_START = "the template topic is created at start"
 _TIMER = "its timer starts with the broker"
+_POP_AT_START = "the pop service reads it when the broker starts"
 
 
 def _default_broker_name() -> str:
@@ -70,7 +71,14 @@ class BrokerConfig:
     transaction_time_out: int = runtime_updatable(6_000)
     transaction_check_max: int = runtime_updatable(15)
     transaction_check_interval: int = runtime_updatable(60_000)
-    revive_queue_num: int = not_honoured(8, why="rocketq has no pop consumption yet")
+    # pop (RocketMQ 5, docs/pop.md)
+    revive_queue_num: int = restart_required(8, why=_POP_AT_START)
+    revive_interval: int = restart_required(1_000, why=_POP_AT_START)
+    pop_polling_size: int = runtime_updatable(1_024)
+    max_pop_polling_size: int = runtime_updatable(100_000)
+    pop_from_retry_probability: int = restart_required(20, why=_POP_AT_START)
+    enable_retry_topic_v2: bool = restart_required(False, why=_POP_AT_START)
+    default_message_request_mode: Literal["PULL", "POP"] = restart_required("PULL", why=_POP_AT_START)
     default_query_max_num: int = runtime_updatable(32)
     # RocketMQ keeps brokerRole in MessageStoreConfig; here it sits with brokerId, which it constrains.
     # SLAVE replicates from its group's master (docs/ha.md); SYNC_MASTER acks once a slave has the bytes.
@@ -96,6 +104,8 @@ class BrokerConfig:
             raise invalid("defaultTopicQueueNums", "must be > 0")
         if self.transaction_check_interval <= 0:
             raise invalid("transactionCheckInterval", "must be > 0 (ms)")
+        if self.revive_queue_num <= 0:
+            raise invalid("reviveQueueNum", "must be > 0")
         if self.broker_role == "SLAVE" and self.broker_id <= 0:
             raise invalid("brokerId", "a SLAVE's brokerId must be > 0")
 

@@ -25,6 +25,7 @@ from rocketq.broker.java_config import JavaOnlyConfig
 from rocketq.broker.long_polling import PullRequestHoldService
 from rocketq.broker.offset_manager import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI
+from rocketq.broker.pop import PopService
 from rocketq.broker.processors import BrokerProcessors, register_all
 from rocketq.broker.rebalance_lock import RebalanceLockManager
 from rocketq.broker.schedule import ScheduleMessageService
@@ -81,6 +82,7 @@ class BrokerController:
         self.transaction_service = TransactionalMessageService(self)
         self.transaction_check_service = TransactionalMessageCheckService(self, self.transaction_service)
         self.replication: Replication | None = None  # built with the store (broker/ha/)
+        self.pop_service: PopService | None = None  # built once the store is ready
         self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
         self.processors: BrokerProcessors | None = None  # built once the store is ready
         self.boot_timestamp = int(time.time() * 1000)
@@ -165,6 +167,9 @@ class BrokerController:
         self._build_schedule_service()
         self.replication = Replication(self)
         await self.replication.start()
+        if not self.broker_config.is_slave:  # pop writes checkpoints and revives: the master's work
+            self.pop_service = PopService(self)
+            await self.pop_service.start()
         self.register_processors()
         self.server.register_default_processor(self._not_supported)
         if self.schedule_service is not None and not self.broker_config.is_slave:
@@ -210,6 +215,8 @@ class BrokerController:
             await self.schedule_service.shutdown()
         if self.replication is not None:
             await self.replication.shutdown()
+        if self.pop_service is not None:
+            await self.pop_service.shutdown()
         store = self.store
         if store is not None:
             with contextlib.suppress(Exception):
@@ -244,6 +251,8 @@ class BrokerController:
             await self.schedule_service.shutdown()
         if self.replication is not None:
             await self.replication.shutdown()
+        if self.pop_service is not None:
+            await self.pop_service.shutdown()
         for manager in (self.topic_manager, self.offset_manager, self.subscription_manager):
             try:
                 await manager.flush()
@@ -282,12 +291,16 @@ class BrokerController:
         self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.replication is not None:
             self.replication.notify_appended()
+        if self.pop_service is not None:
+            self.pop_service.notify_message_arriving(topic, queue_id)
 
     def _on_channel_close(self, channel: Any) -> None:
         """A client connection closed: forget it everywhere at once (ClientHousekeepingService)."""
         self.producer_manager.do_channel_close_event(channel)
         self.consumer_manager.do_channel_close_event(channel)
         self.hold_service.do_channel_close_event(channel)
+        if self.pop_service is not None:
+            self.pop_service.polling.do_channel_close_event(channel)
 
     # -- timers ----------------------------------------------------------------------------------
 

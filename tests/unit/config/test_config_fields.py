@@ -22,7 +22,7 @@ CLASSES = [NamesrvConfig, BrokerConfig, MessageStoreConfig, RemotingServerConfig
 
 # The BrokerConfig fields no rocketq code reads: a stock broker.conf sets them, rocketq ignores them.
 BROKER_NOT_HONOURED = {
-    "force_register", "revive_queue_num",
+    "force_register",
 }
 
 
@@ -68,8 +68,8 @@ def test_annotated_dump_comments_the_keys_not_honoured_and_still_parses_back() -
     broker = BrokerConfig(broker_name="b")
     text = dump_properties([broker], annotate=True)
     lines = text.splitlines()
-    i = lines.index("reviveQueueNum=8")
-    assert lines[i - 1].startswith("# reviveQueueNum: not honoured by rocketq yet (")
+    i = lines.index("forceRegister=true")
+    assert lines[i - 1].startswith("# forceRegister: not honoured by rocketq yet (")
     assert not lines[lines.index("brokerName=b") - 1].startswith("# brokerName")
     assert {s.key: s.value for s in parse_properties(text)} == {
         s.key: s.value for s in parse_properties(dump_properties([broker]))

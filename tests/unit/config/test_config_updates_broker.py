@@ -654,6 +654,34 @@ async def _transaction_check_interval(c: Ctx) -> None:
     await wait_until(lambda: service.passes >= 3, timeout=20)
 
 
+# -- pop (docs/pop.md) --------------------------------------------------------------------------------
+
+
+async def _second_pop_is_refused_as_full(c: Ctx, key: str) -> None:
+    from tests.wire import pop
+
+    await c.send("CfgPop")
+    msg = await pop(c.client, c.addr, "CfgPopG", "CfgPop")  # the only message: later pops wait
+    assert msg.code == ResponseCode.SUCCESS
+    await c.update(key, 1)
+    first = asyncio.ensure_future(pop(c.client, c.addr, "CfgPopG", "CfgPop", queue_id=0, poll_ms=3_000))
+    await wait_until(lambda: c.broker.pop_service.polling.polling_num == 1, timeout=5)
+    # one waiting already: the next one on the same key is refused at once
+    assert (await pop(c.client, c.addr, "CfgPopG", "CfgPop", queue_id=0, poll_ms=3_000)).code == \
+        ResponseCode.POLLING_FULL
+    await first
+
+
+@case("popPollingSize")
+async def _pop_polling_size(c: Ctx) -> None:
+    await _second_pop_is_refused_as_full(c, "popPollingSize")
+
+
+@case("maxPopPollingSize")
+async def _max_pop_polling_size(c: Ctx) -> None:
+    await _second_pop_is_refused_as_full(c, "maxPopPollingSize")
+
+
 # -- the cases, run (after every case above has registered) -------------------------------------
 
 

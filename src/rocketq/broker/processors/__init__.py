@@ -11,6 +11,7 @@ from rocketq.codec.codes import ResponseCode
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
+    from rocketq.broker.pop import PopProcessors
     from rocketq.broker.processors.admin import AdminBrokerProcessor
     from rocketq.broker.processors.admin_group import AdminGroupProcessor
     from rocketq.broker.processors.client_manage import ClientManageProcessor
@@ -37,6 +38,7 @@ class BrokerProcessors:
     admin_group: AdminGroupProcessor
     reply: ReplyMessageProcessor
     end_transaction: EndTransactionProcessor
+    pop: PopProcessors | None = None
 
 
 def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) -> BrokerProcessors:
@@ -135,6 +137,22 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
             return request.make_response(ResponseCode.SUCCESS, None, None, schedule.encode())
 
         table.append((C.GET_ALL_DELAY_OFFSET, get_all_delay_offset))
+    pop = None
+    if ctl.pop_service is not None:
+        from rocketq.broker.pop import PopProcessors
+
+        pop = PopProcessors(ctl, ctl.pop_service)
+        table += [
+            # pop consumers (RocketMQ 5)
+            (C.POP_MESSAGE, pop.pop),
+            (C.ACK_MESSAGE, pop.ack),
+            (C.BATCH_ACK_MESSAGE, pop.batch_ack),
+            (C.CHANGE_MESSAGE_INVISIBLETIME, pop.change_invisible_time),
+            (C.PEEK_MESSAGE, pop.peek),
+            (C.NOTIFICATION, pop.notification),
+            (C.POLLING_INFO, pop.polling_info),
+        ]
     for code, handler in table:
         register(int(code), handler)
-    return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group, reply, end_transaction)
+    return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group, reply, end_transaction,
+                            pop)
