@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     **COMMON,
     "Producer": "rocketq.client.producer.sync",
     "PushConsumer": "rocketq.client.consumer.sync",
+    "SimpleConsumer": "rocketq.client.consumer.simple_sync",
     "LitePullConsumer": "rocketq.client.consumer.sync",
     "TransactionProducer": "rocketq.client.producer.transaction_sync",
 }

@@ -46,6 +46,7 @@ COMMON: Final[dict[str, str]] = {
     "ConsumeFromWhere": _CONSUMER,
     "PushConsumerConfig": _CONSUMER,
     "LitePullConsumerConfig": _CONSUMER,
+    "MessageView": "rocketq.client.consumer.simple",
     "AllocateMessageQueueAveragely": _CONSUMER,
     "AllocateMessageQueueAveragelyByCircle": _CONSUMER,
     "AllocateMessageQueueConsistentHash": _CONSUMER,

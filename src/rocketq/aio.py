@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     **COMMON,
     "Producer": "rocketq.client.producer.producer",
     "PushConsumer": "rocketq.client.consumer.push",
+    "SimpleConsumer": "rocketq.client.consumer.simple",
     "LitePullConsumer": "rocketq.client.consumer.lite_pull",
     "TransactionProducer": "rocketq.client.producer.transaction",
 }
