@@ -278,3 +278,18 @@ async def test_orderly_pop_locks_the_queue_until_acked(cluster: Cluster, client:
         assert (await ack(client, cluster.broker, group, m)).code == ResponseCode.SUCCESS
     third = popped(await pop(client, cluster.broker, group, topic, order=True), broker)
     assert [m.body for m in third] == [b"o3"]
+
+
+async def test_invisible_time_is_honoured(cluster: Cluster, client: RemotingClient) -> None:
+    """Never visible again before popTime + invisibleTime; back soon after (a parked pop is woken by
+    the revive's put to the retry topic). The lateness is printed: the target is 100 ms + one revive
+    scan, which a loaded machine may miss, so only "never early" is asserted."""
+    topic, broker = await _topic(cluster, client, 1, b"late")
+    first = await pop(client, cluster.broker, "PopInv", topic, invisible_ms=2_000)
+    due_ms = int((first.ext_fields or {})["popTime"]) + 2_000
+    assert popped(first, broker)
+    r = await pop(client, cluster.broker, "PopInv", topic, invisible_ms=30_000, poll_ms=15_000)
+    back_ms = time.time() * 1000
+    assert r.code == ResponseCode.SUCCESS and [m.body for m in popped(r, broker)] == [b"late"]
+    assert back_ms >= due_ms
+    print(f"visible again {back_ms - due_ms:.0f} ms after its invisible time")

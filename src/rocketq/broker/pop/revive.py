@@ -187,6 +187,8 @@ class ReviveService:
             topic = ck.topic
         else:
             topic = self._pop.retry_topic(ck.topic, ck.cid)
+        if not topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            self._pop.note_retry_topic(topic, ck.topic, ck.cid)  # its arrival wakes the group's pollers
         ctl.topic_manager.create_topic_in_send_message_back_method(
             topic, RETRY_QUEUE_NUM, PERM_READ | PERM_WRITE
         )

@@ -36,6 +36,7 @@ from rocketq.codec.pop import (
     build_order_count_info,
     build_pop_retry_topic,
     build_start_offset_info,
+    parse_normal_topic,
     real_topic,
     revive_topic,
 )
@@ -151,6 +152,11 @@ class PopService:
     def retry_topic(self, topic: str, group: str) -> str:
         return build_pop_retry_topic(topic, group, self._retry_v2)
 
+    def note_retry_topic(self, retry_topic: str, topic: str, group: str) -> None:
+        """`retry_topic` retries `topic` for `group`: an arrival there wakes the group's pollers."""
+        if retry_topic.startswith("%RETRY%"):
+            self._retry_topics[retry_topic] = (parse_normal_topic(topic, group), group)
+
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, new_topic_config
@@ -219,7 +225,7 @@ class PopService:
         if cfg is None:
             return
         if is_retry:
-            self._retry_topics[topic] = (req.topic, req.group)
+            self.note_retry_topic(topic, req.topic, req.group)
         n = cfg.read_queue_nums
         for i in range(n):
             self._pop_queue(req, topic, (random_q + i) % n, is_retry, result)
@@ -387,7 +393,7 @@ class PopService:
                 return True
         retry = self.retry_topic(topic, group)
         if not order and self._ctl.topic_manager.select_topic_config(retry) is not None:
-            self._retry_topics[retry] = (topic, group)
+            self.note_retry_topic(retry, topic, group)
             offset = self._ctl.offset_manager.query_offset(group, retry, 0)
             return store.get_max_offset_in_queue(retry, 0) > max(0, offset)
         return False
