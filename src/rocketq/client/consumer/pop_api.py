@@ -19,11 +19,9 @@ from rocketq.codec.headers import (
 from rocketq.codec.message import MessageExt, decode_messages
 from rocketq.codec.pop import (
     BatchAck,
-    ExtraInfo,
     build_extra_info,
     encode_batch_ack_body,
     parse_extra_info,
-    parse_msg_offset_info,
     parse_offset_info,
     retry_flag,
 )
@@ -57,6 +55,7 @@ class PopResult:
     pop_time: int = 0
     invisible_time: int = 0
     rest_num: int = 0
+    handles: list[str] = field(default_factory=list)  # the receipt handle (POP_CK) of each message
 
 
 async def pop_message(
@@ -83,26 +82,59 @@ def process_pop_response(
     invisible = int(ext["invisibleTime"])
     revive_qid = int(ext["reviveQid"])
     starts = parse_offset_info(ext.get("startOffsetInfo"))
-    offsets = parse_msg_offset_info(ext.get("msgOffsetInfo"))
     counts = parse_offset_info(ext.get("orderCountInfo"))
     body = response.body
     msgs = decode_messages(body if isinstance(body, bytes | bytearray | memoryview) else b"".join(body))
+    if not counts and all(key.startswith("0@") for key in starts):
+        handles = _normal_handles(msgs, starts, pop_time, invisible, revive_qid, broker_name)
+    else:
+        handles = _handles(msgs, starts, counts, pop_time, invisible, revive_qid, broker_name, topic)
+    return PopResult(PopStatus.FOUND, msgs, pop_time, invisible, int(ext.get("restNum", 0) or 0), handles)
+
+
+def _normal_handles(
+    msgs: list[MessageExt],
+    starts: dict[str, int],
+    pop_time: int,
+    invisible: int,
+    revive_qid: int,
+    broker_name: str,
+) -> list[str]:
+    """The common answer (messages of the topic itself, none retried): one handle prefix per queue,
+    and the properties left undecoded."""
+    prefixes: dict[int, str] = {}
+    handles = []
+    for m in msgs:
+        qid = m.queue_id
+        prefix = prefixes.get(qid)
+        if prefix is None:
+            start = starts.get(f"0@{qid}", m.queue_offset)
+            prefix = prefixes[qid] = f"{start} {pop_time} {invisible} {revive_qid} 0 {broker_name} {qid} "
+        handles.append(prefix + str(m.queue_offset))
+    return handles
+
+
+def _handles(
+    msgs: list[MessageExt],
+    starts: dict[str, int],
+    counts: dict[str, int],
+    pop_time: int,
+    invisible: int,
+    revive_qid: int,
+    broker_name: str,
+    topic: str,
+) -> list[str]:
+    """processPopResponse in full: retried messages come with their handle (POP_CK), the others get
+    one built from their queue's start offset; orderly pops carry the times each was popped."""
+    handles = []
     for m in msgs:
         props = m.properties
-        if POP_CK not in props:
+        handle = props.get(POP_CK)
+        if handle is None:
             flag = retry_flag(m.topic)
             key = f"{flag}@{m.queue_id}"
-            start = starts.get(key)
-            if start is None:  # a broker without startOffsetInfo (4.x pop): the message is its own checkpoint
-                start = m.queue_offset
-            elif m.queue_offset not in offsets.get(key, ()):
-                raise for_code(
-                    ResponseCode.SYSTEM_ERROR,
-                    f"queue offset {m.queue_offset} of a popped message is not in msgOffsetInfo",
-                    broker_addr=addr,
-                    topic=topic,
-                )
-            props[POP_CK] = build_extra_info(
+            start = starts.get(key, m.queue_offset)  # a broker without startOffsetInfo: its own checkpoint
+            handle = props[POP_CK] = build_extra_info(
                 start, pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, m.queue_offset
             )
             count = counts.get(f"{flag}@qo{m.queue_id}%{m.queue_offset}", counts.get(key))
@@ -111,7 +143,8 @@ def process_pop_response(
         props.setdefault(MessageConst.PROPERTY_FIRST_POP_TIME, str(pop_time))
         if m.topic != topic:
             object.__setattr__(m, "topic", topic)
-    return PopResult(PopStatus.FOUND, msgs, pop_time, invisible, int(ext.get("restNum", 0) or 0))
+        handles.append(handle)
+    return handles
 
 
 def pop_header(
@@ -144,10 +177,6 @@ def pop_header(
     )
 
 
-def handle_of(m: MessageExt) -> ExtraInfo:
-    return parse_extra_info(m.properties[POP_CK])
-
-
 async def ack_message(
     client: RemotingClient, addr: str, group: str, topic: str, handle: str, timeout: float
 ) -> None:
@@ -178,15 +207,29 @@ async def batch_ack_messages(
     timeout: float,
 ) -> None:
     """BATCH_ACK_MESSAGE of handles from one broker: one entry per checkpoint."""
-    by_ck: dict[tuple[str, int, int, int, int, int], list[int]] = {}
+    by_ck: dict[str, list[int]] = {}  # a handle without its queue offset names its checkpoint
     for handle in handles:
-        i = parse_extra_info(handle)
-        key = (i.retry, i.queue_id, i.ck_offset, i.revive_qid, i.pop_time, i.invisible_time)
-        by_ck.setdefault(key, []).append(i.queue_offset if i.queue_offset is not None else i.ck_offset)
-    acks = [
-        BatchAck(group, topic, retry, so, qid, rq, pt, it, tuple(offs))
-        for (retry, qid, so, rq, pt, it), offs in by_ck.items()
-    ]
+        if handle.count(" ") == 7:
+            ck, _, offset = handle.rpartition(" ")
+        else:  # an old 7-field handle: the message is its checkpoint's start
+            ck, offset = handle, handle.split(" ", 1)[0]
+        by_ck.setdefault(ck, []).append(int(offset))
+    acks = []
+    for ck, offs in by_ck.items():
+        i = parse_extra_info(ck)
+        acks.append(
+            BatchAck(
+                group,
+                topic,
+                i.retry,
+                i.ck_offset,
+                i.queue_id,
+                i.revive_qid,
+                i.pop_time,
+                i.invisible_time,
+                tuple(offs),
+            )
+        )
     request = RemotingCommand.request(
         RequestCode.BATCH_ACK_MESSAGE, None, encode_batch_ack_body(broker_name, acks)
     )

@@ -28,7 +28,6 @@ from rocketq.client.consumer.pop_api import (
     ack_message,
     batch_ack_messages,
     change_invisible_time,
-    handle_of,
     pop_header,
     pop_message,
 )
@@ -38,7 +37,7 @@ from rocketq.client.instance import MQClientInstance, MQClientManager
 from rocketq.client.producer.validators import check_group
 from rocketq.codec.bodies import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
 from rocketq.codec.message import MessageExt
-from rocketq.codec.properties import MessageConst
+from rocketq.codec.pop import parse_extra_info
 from rocketq.errors import GroupAlreadyRegistered, InvalidArgument, ServiceStateError, TopicRouteNotFound
 
 __all__ = ["MessageView", "SimpleConsumer"]
@@ -60,16 +59,18 @@ class MessageView:
 
     __slots__ = ("_addr", "_broker_name", "_handle", "_msg", "_topic")
 
-    def __init__(self, msg: MessageExt, topic: str, broker_name: str, addr: str) -> None:
+    def __init__(self, msg: MessageExt, topic: str, broker_name: str, addr: str, handle: str) -> None:
         self._msg = msg
         self._topic = topic
         self._broker_name = broker_name
         self._addr = addr
-        self._handle = msg.properties[MessageConst.PROPERTY_POP_CK]
+        self._handle = handle
 
     def __repr__(self) -> str:
-        return (f"MessageView(topic={self._topic!r}, message_id={self.message_id!r}, "
-                f"attempt={self.delivery_attempt})")
+        return (
+            f"MessageView(topic={self._topic!r}, message_id={self.message_id!r}, "
+            f"attempt={self.delivery_attempt})"
+        )
 
     @property
     def message_id(self) -> str:
@@ -110,7 +111,7 @@ class MessageView:
 
     @property
     def queue_id(self) -> int:
-        return handle_of(self._msg).queue_id
+        return parse_extra_info(self._handle).queue_id  # a retried message's own queue is its retry topic's
 
     @property
     def queue_offset(self) -> int:
@@ -307,7 +308,10 @@ class SimpleConsumer:
         if result.status is not PopStatus.FOUND:
             return []
         shown = self.config.without_namespace(topic)
-        return [MessageView(m, shown, broker_name, addr) for m in result.messages]
+        return [
+            MessageView(m, shown, broker_name, addr, h)
+            for m, h in zip(result.messages, result.handles, strict=True)
+        ]
 
     def _timeout(self) -> float:
         return self.client.config.mq_client_api_timeout / 1000.0
