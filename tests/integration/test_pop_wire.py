@@ -6,11 +6,12 @@ of what was not acked to the pop retry topic."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 
 import pytest
-from tests.harness import SMALL_STORE, Cluster, module_cluster, unique_name, wait_until
+from tests.harness import SMALL_STORE, AdminRun, Cluster, module_cluster, unique_name, wait_until
 from tests.wire import (
     ack,
     change_invisible,
@@ -24,6 +25,7 @@ from tests.wire import (
     update_config,
 )
 
+from rocketq.admin import SyncAdminClient
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.message import decode_messages
 from rocketq.codec.pop import BatchAck, encode_batch_ack_body, parse_extra_info, parse_msg_offset_info
@@ -293,3 +295,24 @@ async def test_invisible_time_is_honoured(cluster: Cluster, client: RemotingClie
     assert r.code == ResponseCode.SUCCESS and [m.body for m in popped(r, broker)] == [b"late"]
     assert back_ms >= due_ms
     print(f"visible again {back_ms - due_ms:.0f} ms after its invisible time")
+
+
+def test_set_consume_mode(cluster: Cluster, admin: AdminRun) -> None:
+    out = admin.json(
+        "setConsumeMode", "-b", cluster.broker, "-t", "ModeT", "-g", "ModeG", "-m", "pop", "-q", "2"
+    )
+    assert (out["mode"], out["popShareQueueNum"], out["brokers"]) == ("POP", 2, [cluster.broker])
+    with SyncAdminClient(cluster.namesrv) as a:
+        table = a.get_all_message_request_mode(cluster.broker)
+    assert table["ModeT"]["ModeG"] == {
+        "consumerGroup": "ModeG",
+        "mode": "POP",
+        "popShareQueueNum": 2,
+        "topic": "ModeT",
+    }
+    saved = json.loads((cluster.data_dir / "store" / "config" / "messageRequestMode.json").read_text())
+    assert saved["messageRequestModeMap"]["ModeT"]["ModeG"]["mode"] == "POP"
+    refused = admin.fails(
+        "setConsumeMode", "-b", cluster.broker, "-t", "%RETRY%ModeG", "-g", "ModeG", "-m", "POP"
+    )
+    assert "retry topic is not allowed to set mode" in refused

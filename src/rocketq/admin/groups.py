@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import orjson
+
 from rocketq.admin._base import AdminBase, jbool
 from rocketq.admin.models import ConsumerConnection, ConsumeStatsList, ProducerConnection, QueueProgress
 from rocketq.codec.bodies import (
@@ -64,6 +66,20 @@ class GroupAdmin(AdminBase):
         self, addr: str, config: SubscriptionGroupConfig
     ) -> None:
         await self._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.to_json())
+
+    async def set_message_request_mode(self, addr: str, topic: str, group: str, mode: str,
+                                       pop_share_queue_num: int = 0) -> None:
+        """SET_MESSAGE_REQUEST_MODE (5.x): consume `topic` by PULL or POP in `group` (setConsumeMode)."""
+        body = orjson.dumps({"consumerGroup": group, "mode": mode, "popShareQueueNum": pop_share_queue_num,
+                             "topic": topic})
+        await self._call(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, None, body)
+
+    async def get_all_message_request_mode(self, addr: str) -> dict[str, dict[str, dict[str, object]]]:
+        """GET_ALL_MESSAGE_REQUEST_MODE (5.x): topic -> group -> {mode, popShareQueueNum, ...}."""
+        response = await self._call(addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+        table: dict[str, dict[str, dict[str, object]]] = orjson.loads(
+            self._json(response, "GET_ALL_MESSAGE_REQUEST_MODE")).get("messageRequestModeMap") or {}
+        return table
 
     async def examine_subscription_group_config(self, addr: str, group: str) -> SubscriptionGroupConfig:
         """One group's config on ``addr``: GET_SUBSCRIPTIONGROUP_CONFIG from 5.0 on; before, the

@@ -152,7 +152,7 @@ def test_print_config_on_a_terminal_says_how_each_key_updates(tmp_path: Path) ->
     rows = {line.split("│")[1].strip(): line for line in out.getvalue().splitlines() if line.count("│") >= 5}
     assert "b9" in rows["brokerName"] and "--set" in rows["brokerName"] and "restart" in rows["brokerName"]
     assert "runtime" in rows["traceOn"]
-    assert "not honoured yet" in rows["reviveQueueNum"]
+    assert "not honoured yet" in rows["forceRegister"]
 
 
 def test_namesrv_print_config_uses_its_port(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

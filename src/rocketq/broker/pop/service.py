@@ -121,6 +121,7 @@ class PopService:
     """Pop, peek, ack, change-invisible and notification of one broker."""
 
     def __init__(self, controller: BrokerController) -> None:
+        from rocketq.broker.pop.request_mode import MessageRequestModeManager
         from rocketq.broker.pop.revive import ReviveService
 
         self._ctl = controller
@@ -137,6 +138,7 @@ class PopService:
         # pop retry topic -> (topic, group): an arrival there wakes that group's pollers of the topic
         self._retry_topics: dict[str, tuple[str, str]] = {}
         self.revive = ReviveService(controller, self)
+        self.request_mode = MessageRequestModeManager(controller)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- identity and lifecycle --------------------------------------------------------------------
@@ -165,12 +167,14 @@ class PopService:
         self._ctl.topic_manager.create_topic_if_absent(
             new_topic_config(self.revive_topic, n, n, PERM_READ | PERM_WRITE)
         )
+        self.request_mode.load()
         self.revive.replay()
         self.revive.start()
 
     async def shutdown(self) -> None:
         self.polling.shutdown()
         await self.revive.shutdown()
+        await self.request_mode.flush()
 
     # -- arrivals ----------------------------------------------------------------------------------
 

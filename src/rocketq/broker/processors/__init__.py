@@ -151,6 +151,8 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
             (C.PEEK_MESSAGE, pop.peek),
             (C.NOTIFICATION, pop.notification),
             (C.POLLING_INFO, pop.polling_info),
+            (C.SET_MESSAGE_REQUEST_MODE, ctl.pop_service.request_mode.set_mode),
+            (C.GET_ALL_MESSAGE_REQUEST_MODE, ctl.pop_service.request_mode.get_all),
         ]
     for code, handler in table:
         register(int(code), handler)

@@ -1,4 +1,4 @@
-"""Consumer/producer group commands: updateSubGroup, deleteSubGroup, consumerProgress,
+"""Consumer/producer group commands: updateSubGroup, deleteSubGroup, setConsumeMode, consumerProgress,
 consumerConnection, producerConnection, consumerStatus, resetOffsetByTime, skipAccumulatedMessage,
 cloneGroupOffset, getConsumerConfig, producer."""
 
@@ -46,6 +46,7 @@ def _attributes(text: str) -> dict[str, str]:
 
 
 def register(add: Adder) -> None:
+    register_pop(add)
     p = add("updateSubGroup", update_sub_group, "Update or create a subscription (consumer) group")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-b", "--brokerAddr", dest="broker_addr", metavar="ADDR", help="on this broker")
@@ -174,6 +175,33 @@ def register(add: Adder) -> None:
         metavar="true|false",
         help="the source group is offline (clone every committed topic offset)",
     )
+
+
+def register_pop(add: Adder) -> None:
+    p = add("setConsumeMode", set_consume_mode, "Set how a group consumes a topic: PULL or POP (RocketMQ 5)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-b", "--brokerAddr", dest="broker_addr", metavar="ADDR", help="on this broker")
+    g.add_argument("-c", "--clusterName", dest="cluster", metavar="NAME",
+                   help="on every master of the cluster")
+    p.add_argument("-t", "--topicName", dest="topic", required=True, help="topic name")
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
+    p.add_argument("-m", "--mode", dest="mode", required=True, type=str.upper, choices=("PULL", "POP"),
+                   help="consume mode: PULL or POP")
+    p.add_argument("-q", "--popShareQueueNum", dest="pop_share_queue_num", type=non_negative, default=0,
+                   help="num of queue which share in pop mode")
+
+
+async def set_consume_mode(admin: AdminClient, args: argparse.Namespace) -> Result:
+    addrs = await _targets(admin, args, "setConsumeMode")
+    for addr in addrs:
+        await admin.set_message_request_mode(addr, args.topic, args.group, args.mode,
+                                             args.pop_share_queue_num)
+    done = {"topic": args.topic, "group": args.group, "mode": args.mode,
+            "popShareQueueNum": args.pop_share_queue_num}
+    views: list[RenderableType] = [cell(f"set consume mode to {a} success.") for a in addrs]
+    views.append(cell(f"topic[{args.topic}] group[{args.group}] consume mode[{args.mode}] "
+                      f"popShareQueueNum[{args.pop_share_queue_num}]"))
+    return Result({"brokers": addrs, **done}, views)
 
 
 async def _targets(admin: AdminClient, args: argparse.Namespace, command: str) -> list[str]:
