@@ -170,3 +170,12 @@ async def test_a_consumer_killed_mid_batch_gives_its_messages_to_another(
         assert sorted(m.body.decode() for m in back) == sorted(held)
         assert {m.delivery_attempt for m in back} == {2}
         await c.ack_many(back)
+
+
+def test_the_example_runs(cluster: Cluster) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "simple_consumer.py"
+    run = subprocess.run([sys.executable, str(example), "--namesrv", cluster.namesrv, "--messages", "40"],
+                         capture_output=True, text=True, timeout=150)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "40 of 40 messages acked, each exactly once: True" in run.stdout
+    assert "done on attempt 2" in run.stdout
