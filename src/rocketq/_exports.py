@@ -47,6 +47,8 @@ COMMON: Final[dict[str, str]] = {
     "PushConsumerConfig": _CONSUMER,
     "LitePullConsumerConfig": _CONSUMER,
     "MessageView": "rocketq.client.consumer.simple",
+    "ConsumeMode": _CONSUMER,
+    "MessageRequestMode": _CONSUMER,
     "AllocateMessageQueueAveragely": _CONSUMER,
     "AllocateMessageQueueAveragelyByCircle": _CONSUMER,
     "AllocateMessageQueueConsistentHash": _CONSUMER,

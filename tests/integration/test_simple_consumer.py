@@ -174,8 +174,53 @@ async def test_a_consumer_killed_mid_batch_gives_its_messages_to_another(
 
 def test_the_example_runs(cluster: Cluster) -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "simple_consumer.py"
-    run = subprocess.run([sys.executable, str(example), "--namesrv", cluster.namesrv, "--messages", "40"],
-                         capture_output=True, text=True, timeout=150)
+    run = subprocess.run(
+        [sys.executable, str(example), "--namesrv", cluster.namesrv, "--messages", "40"],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "40 of 40 messages acked, each exactly once: True" in run.stdout
     assert "done on attempt 2" in run.stdout
+
+
+async def test_push_consumers_in_pop_mode_share_a_topic(cluster: Cluster) -> None:
+    from rocketq.aio import ConsumeMode, ConsumeStatus, PushConsumer
+
+    topic = await _topic_with(cluster, 200, queues=2)
+    group = unique_name("PushPopG")
+    seen: Counter[bytes] = Counter()
+    attempts: dict[bytes, list[int]] = {}
+
+    def listener(msgs: list, ctx: object) -> ConsumeStatus:
+        m = msgs[0]
+        attempts.setdefault(m.body, []).append(m.reconsume_times)
+        if m.body == b"7" and m.reconsume_times == 0:
+            ctx.delay_level_when_next_consume = 1  # type: ignore[attr-defined]  # back in 1 s
+            return ConsumeStatus.RECONSUME_LATER
+        seen[m.body] += 1
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumers = [
+        PushConsumer(
+            group,
+            namesrv_addr=cluster.namesrv,
+            consume_mode=ConsumeMode.POP,
+            instance_name=f"pushpop{i}",
+            broker_suspend_max_time_millis=2_000,
+        )
+        for i in range(2)
+    ]
+    for c in consumers:
+        c.subscribe(topic, "*")
+        c.register_listener(listener)
+        await c.start()
+    try:
+        await wait_until(lambda: len(seen) == 200, timeout=60)
+        await asyncio.sleep(1)
+    finally:
+        for c in consumers:
+            await c.shutdown()
+    assert set(seen.values()) == {1}
+    assert attempts[b"7"] == [0, 1]

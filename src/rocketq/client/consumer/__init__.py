@@ -11,6 +11,7 @@ from rocketq.client.consumer.types import (
     ConsumeFromWhere,
     ConsumeMessageContext,
     ConsumeMessageHook,
+    ConsumeMode,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     ConsumerConfig,
@@ -18,6 +19,7 @@ from rocketq.client.consumer.types import (
     ExpressionType,
     LitePullConsumerConfig,
     MessageModel,
+    MessageRequestMode,
     PushConsumerConfig,
 )
 from rocketq.client.offset_store import (
@@ -48,6 +50,7 @@ __all__ = [
     "ConsumeFromWhere",
     "ConsumeMessageContext",
     "ConsumeMessageHook",
+    "ConsumeMode",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
@@ -56,6 +59,7 @@ __all__ = [
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
     "MessageModel",
+    "MessageRequestMode",
     "MessageSelector",
     "OffsetStore",
     "PushConsumerConfig",

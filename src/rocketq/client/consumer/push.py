@@ -28,6 +28,7 @@ from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from rocketq.client.consumer.inner import ConsumerInner
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull_service import PullMessageService, PullRequest
+from rocketq.client.consumer.push_pop import PopDriver
 from rocketq.client.consumer.reset import reset_offset
 from rocketq.client.consumer.running_info import consumer_running_info
 from rocketq.client.consumer.send_back import MessageBackSender
@@ -38,13 +39,13 @@ from rocketq.client.consumer.subscription import (
     check_subscribe_topic,
     reset_retry_topic,
 )
-from rocketq.client.consumer.types import ConsumeMessageHook, PushConsumerConfig
+from rocketq.client.consumer.types import ConsumeMessageHook, MessageRequestMode, PushConsumerConfig
 from rocketq.client.message import PullStatus
 from rocketq.client.rebalance.allocate import allocate_strategy
 from rocketq.client.rebalance.impl import HAND_OVER_WAIT, RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl
 from rocketq.client.trace.attach import start_consumer_trace
 from rocketq.client.trace.hooks import ConsumeMessageTraceHook
-from rocketq.codec.bodies import ConsumeType, MessageModel, MessageQueue
+from rocketq.codec.bodies import ConsumerData, ConsumeType, MessageModel, MessageQueue
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.message import MessageExt
 from rocketq.errors import InvalidArgument, ServiceStateError
@@ -103,6 +104,10 @@ class PushConsumer(ConsumerInner):
         self._flow_count = 0
         self._last_forced_heartbeat = 0.0
         self._sender = MessageBackSender(self)
+        self._pop_driver: PopDriver | None = None
+        if isinstance(cfg.consume_mode, str):  # "POP" as a plain option
+            mode = MessageRequestMode(cfg.consume_mode.upper())
+            self.config = cfg = dataclasses.replace(cfg, consume_mode=mode)
 
     # -- configuration -----------------------------------------------------------------------------
 
@@ -235,6 +240,10 @@ class PushConsumer(ConsumerInner):
             if self._trace_hook is not None:
                 self.register_consume_message_hook(self._trace_hook)
         await self._join()
+        if self.config.consume_mode is MessageRequestMode.POP:
+            self._pop_driver = PopDriver(self)
+            self._pop_driver.start()
+            return
         client.rebalance_immediately()
 
     async def shutdown(self) -> None:
@@ -245,6 +254,8 @@ class PushConsumer(ConsumerInner):
                 self.service_state = ServiceState.SHUTDOWN_ALREADY
             return
         self.service_state = ServiceState.SHUTDOWN_ALREADY
+        if self._pop_driver is not None:
+            await self._pop_driver.shutdown()
         await self.pull_service.shutdown()
         for timer in list(self._tasks):
             timer.cancel()
@@ -274,9 +285,15 @@ class PushConsumer(ConsumerInner):
     # -- what the MQClientInstance drives ----------------------------------------------------------
 
     async def do_rebalance(self) -> bool:
-        if self._paused or self.service_state is not ServiceState.RUNNING:
+        if self._paused or self.service_state is not ServiceState.RUNNING or self._pop_driver is not None:
             return True
         return await self.rebalance_impl.do_rebalance(self.consume_orderly)
+
+    def consumer_data(self) -> ConsumerData:
+        data = super().consumer_data()
+        if self.config.consume_mode is MessageRequestMode.POP:  # what heartbeats say of the group
+            return dataclasses.replace(data, consume_type=ConsumeType.CONSUME_POP)
+        return data
 
     def _owned_queues(self) -> Collection[MessageQueue]:
         return self.process_queue_table

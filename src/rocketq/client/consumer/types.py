@@ -57,6 +57,17 @@ class ConsumeOrderlyStatus(enum.Enum):
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
 
 
+class MessageRequestMode(enum.Enum):
+    """How a push consumer reads its topics (RocketMQ 5's MessageRequestMode): PULL owns queues
+    (rebalance), POP shares them (push_pop.py, docs/pop.md)."""
+
+    PULL = "PULL"
+    POP = "POP"
+
+
+ConsumeMode = MessageRequestMode
+
+
 class ExpressionType(enum.Enum):
     TAG = "TAG"
     SQL92 = "SQL92"
@@ -152,6 +163,8 @@ class PushConsumerConfig(ConsumerConfig):
     # Long-poll hold asked of the broker and the client-side timeout of such a pull.
     broker_suspend_max_time_millis: int = 15_000
     consumer_timeout_millis_when_suspend: int = 30_000
+    # POP: consume by pop instead of pull + rebalance (RocketMQ 5; docs/pop.md)
+    consume_mode: MessageRequestMode = MessageRequestMode.PULL
 
 
 @dataclass(frozen=True, slots=True)
