@@ -108,11 +108,3 @@ class CheckpointTable:
 
     def revive_qids(self) -> Iterable[int]:
         return self.read_offsets.keys()
-
-    def in_flight(self, topic: str | None = None, group: str | None = None) -> int:
-        """Un-acked popped messages (of one topic/group when given)."""
-        n = 0
-        for (t, _, _, g, _), (ck, _) in self._live.items():
-            if (topic is None or t == topic) and (group is None or g == group):
-                n += ck.num - bin(ck.bit_map).count("1")
-        return n
