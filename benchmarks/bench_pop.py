@@ -23,8 +23,10 @@ from multiprocessing.connection import Connection
 
 try:
     from benchmarks._cluster import child_server
+    from benchmarks.bench_consumer import _process_cpu
 except ImportError:  # run as benchmarks/<this>.py, whose folder is sys.path[0]
     from _cluster import child_server  # type: ignore[no-redef]
+    from bench_consumer import _process_cpu  # type: ignore[no-redef]
 
 TOPIC = "BenchPop"
 BODY = b"x" * 128
@@ -76,15 +78,6 @@ async def _serve(data_dir: str, queues: int, messages: int, conn: Connection) ->
     await asyncio.get_running_loop().run_in_executor(None, conn.recv)
     await ctl.shutdown()
     await ns.shutdown()
-
-
-def _process_cpu(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _drain(namesrv: str, topic: str, total: int, consumers: int, batch: int, per_message: bool,

@@ -185,30 +185,27 @@ def build_order_count_info(
     parts.append(f"{retry_flag(topic)} {key} {count}")
 
 
-def parse_offset_info(text: str | None) -> dict[str, int]:
-    """parseStartOffsetInfo / parseOrderCountInfo: ``"retry@queueId"`` -> number."""
-    out: dict[str, int] = {}
-    if not text:
-        return out
-    for one in text.split(";"):
+def _offset_info_entries(text: str | None, what: str) -> list[tuple[str, str]]:
+    """``"retry queueId value;..."`` as (``"retry@queueId"``, value) pairs."""
+    out = []
+    for one in text.split(";") if text else ():
         f = one.split(" ")
         if len(f) != 3:
-            raise ValueError(f"bad offset info {text!r}")
-        out[f"{f[0]}@{f[1]}"] = int(f[2])
+            raise ValueError(f"bad {what} {text!r}")
+        out.append((f"{f[0]}@{f[1]}", f[2]))
     return out
+
+
+def parse_offset_info(text: str | None) -> dict[str, int]:
+    """parseStartOffsetInfo / parseOrderCountInfo: ``"retry@queueId"`` -> number."""
+    return {key: int(value) for key, value in _offset_info_entries(text, "offset info")}
 
 
 def parse_msg_offset_info(text: str | None) -> dict[str, list[int]]:
     """parseMsgOffsetInfo: ``"retry@queueId"`` -> the queue offsets of the popped messages."""
-    out: dict[str, list[int]] = {}
-    if not text:
-        return out
-    for one in text.split(";"):
-        f = one.split(" ")
-        if len(f) != 3:
-            raise ValueError(f"bad msgOffsetInfo {text!r}")
-        out[f"{f[0]}@{f[1]}"] = [int(x) for x in f[2].split(",")]
-    return out
+    return {
+        key: [int(x) for x in value.split(",")] for key, value in _offset_info_entries(text, "msgOffsetInfo")
+    }
 
 
 # -- revive log bodies ----------------------------------------------------------------------------
@@ -442,8 +439,9 @@ def encode_batch_ack_body(broker_name: str, acks: Sequence[BatchAck]) -> bytes:
     )
 
 
-def decode_batch_ack_body(body: bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview],
-                          ) -> tuple[str, list[BatchAck]]:
+def decode_batch_ack_body(
+    body: bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview],
+) -> tuple[str, list[BatchAck]]:
     """(brokerName, acks); ValueError on a malformed body."""
     try:
         raw_body = body if isinstance(body, bytes | bytearray | memoryview) else b"".join(body)

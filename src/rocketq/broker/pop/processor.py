@@ -23,7 +23,7 @@ from rocketq.codec.headers import (
     PollingInfoRequestHeader,
     PopMessageRequestHeader,
 )
-from rocketq.codec.pop import decode_batch_ack_body, parse_extra_info
+from rocketq.codec.pop import ExtraInfo, decode_batch_ack_body, parse_extra_info
 from rocketq.errors import SubscriptionParseFailed
 from rocketq.remoting.channel import channel_address
 
@@ -212,15 +212,25 @@ class PopProcessors:
 
     # -- ACK_MESSAGE / BATCH_ACK_MESSAGE ----------------------------------------------------------
 
-    def ack(self, request: RemotingCommand, channel: Any) -> Any:
-        h = AckMessageRequestHeader.from_ext(request.ext_fields)
+    def _handle(
+        self,
+        request: RemotingCommand,
+        h: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader,
+    ) -> ExtraInfo | RemotingCommand:
+        """The parsed receipt handle of an ACK / CHANGE_INVISIBLETIME, or the answer refusing it."""
         bad = self._check_offset(request, h.topic, h.queue_id, h.offset)
         if bad is not None:
             return bad
         try:
-            info = parse_extra_info(h.extra_info)
+            return parse_extra_info(h.extra_info)
         except ValueError as exc:
             return request.make_response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
+
+    def ack(self, request: RemotingCommand, channel: Any) -> Any:
+        h = AckMessageRequestHeader.from_ext(request.ext_fields)
+        info = self._handle(request, h)
+        if isinstance(info, RemotingCommand):
+            return info
         target = self.service.ack(h.consumer_group, h.topic, h.queue_id, info, h.offset)
         return self._flushed(request.make_response(ResponseCode.SUCCESS), target)
 
@@ -240,13 +250,9 @@ class PopProcessors:
 
     def change_invisible_time(self, request: RemotingCommand, channel: Any) -> Any:
         h = ChangeInvisibleTimeRequestHeader.from_ext(request.ext_fields)
-        bad = self._check_offset(request, h.topic, h.queue_id, h.offset)
-        if bad is not None:
-            return bad
-        try:
-            info = parse_extra_info(h.extra_info)
-        except ValueError as exc:
-            return request.make_response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
+        info = self._handle(request, h)
+        if isinstance(info, RemotingCommand):
+            return info
         pop_time, invisible, revive_qid, target = self.service.change_invisible_time(
             h.consumer_group, h.topic, h.queue_id, info, h.offset, h.invisible_time
         )
