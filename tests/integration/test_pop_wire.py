@@ -316,3 +316,40 @@ def test_set_consume_mode(cluster: Cluster, admin: AdminRun) -> None:
         "setConsumeMode", "-b", cluster.broker, "-t", "%RETRY%ModeG", "-g", "ModeG", "-m", "POP"
     )
     assert "retry topic is not allowed to set mode" in refused
+
+
+async def test_dead_letter_after_the_group_s_retry_max_times(
+    cluster: Cluster, client: RemotingClient
+) -> None:
+    from rocketq.admin import AdminClient
+    from rocketq.codec.bodies import SubscriptionGroupConfig
+
+    topic, broker = await _topic(cluster, client, 1, b"doomed")
+    group = unique_name("PopDlq")
+    async with AdminClient(cluster.namesrv) as admin:
+        await admin.create_and_update_subscription_group_config(
+            cluster.broker, SubscriptionGroupConfig(group_name=group, retry_max_times=1)
+        )
+
+    async def popped_again() -> list:
+        r = await pop(client, cluster.broker, group, topic, invisible_ms=1_000, poll_ms=1_000)
+        return popped(r, broker) if r.code == ResponseCode.SUCCESS else []
+
+    first = await wait_until(popped_again, timeout=10)
+    assert first[0].reconsume_times == 0
+    second = await wait_until(popped_again, timeout=20)  # not acked: back once, from the retry topic
+    assert second[0].reconsume_times == 1 and second[0].body == b"doomed"
+    # not acked again: reconsumeTimes reached retryMaxTimes, so the next stop is the group's DLQ
+    dlq = f"%DLQ%{group}"
+
+    async def dead() -> bool:
+        topics = await get_all_topic_config(client, cluster.broker)
+        if dlq not in topics:
+            return False
+        r = await invoke(client, cluster.broker, RequestCode.GET_MAX_OFFSET, {"topic": dlq, "queueId": 0})
+        return (r.ext_fields or {}).get("offset") == "1"
+
+    await wait_until(dead, timeout=20)
+    assert (
+        await pop(client, cluster.broker, group, topic, poll_ms=1_500)
+    ).code == ResponseCode.POLLING_TIMEOUT
