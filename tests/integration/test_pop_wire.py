@@ -353,3 +353,19 @@ async def test_dead_letter_after_the_group_s_retry_max_times(
     assert (
         await pop(client, cluster.broker, group, topic, poll_ms=1_500)
     ).code == ResponseCode.POLLING_TIMEOUT
+
+
+def test_consumer_progress_shows_what_is_in_flight(cluster: Cluster, admin: AdminRun) -> None:
+    async def pop_three_ack_one() -> str:
+        async with RemotingClient() as client:
+            topic, broker = await _topic(cluster, client, 1, b"1", b"2", b"3", b"4")
+            msgs = popped(await pop(client, cluster.broker, "PopProg", topic, max_nums=3), broker)
+            assert (await ack(client, cluster.broker, "PopProg", msgs[0])).code == ResponseCode.SUCCESS
+            return topic
+
+    topic = asyncio.run(pop_three_ack_one())
+    progress = admin.json("consumerProgress", "-g", "PopProg", "-t", topic)
+    (row,) = progress["queues"]
+    # popped up to 3, acked up to 1: two in flight, three still to consume (4 sent)
+    assert (row["brokerOffset"], row["consumerOffset"], row["inflight"], row["diff"]) == (4, 1, 2, 3)
+    assert progress["inflightTotal"] == 2

@@ -108,3 +108,14 @@ class CheckpointTable:
 
     def revive_qids(self) -> Iterable[int]:
         return self.read_offsets.keys()
+
+    def oldest_unacked(self, topic: str, group: str, queue_id: int) -> int | None:
+        """The lowest popped and not yet acked offset of a queue (None when nothing is out); a scan
+        of the live checkpoints, for admin queries."""
+        lowest: int | None = None
+        for (t, q, _, g, _), (ck, _) in self._live.items():
+            if t == topic and q == queue_id and g == group:
+                out = ck.unacked_offsets()
+                if out and (lowest is None or out[0] < lowest):
+                    lowest = out[0]
+        return lowest

@@ -402,6 +402,12 @@ class PopService:
             return store.get_max_offset_in_queue(retry, 0) > max(0, offset)
         return False
 
+    def acked_offset(self, group: str, topic: str, queue_id: int, popped_to: int) -> int:
+        """Where the group's acks of a queue reach: below its oldest message still out, else
+        `popped_to` (its offset). consumerProgress shows the difference as in flight."""
+        oldest = self.checkpoints.oldest_unacked(topic, group, queue_id)
+        return popped_to if oldest is None else min(oldest, popped_to)
+
     # -- the revive log ------------------------------------------------------------------------------
 
     def _append_revive(self, revive_qid: int, body: bytes, tag: str, uniq: str) -> tuple[int, int]:

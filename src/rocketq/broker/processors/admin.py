@@ -306,6 +306,7 @@ class AdminBrokerProcessor:
         ctl = self._ctl
         online = ctl.consumer_manager.get_consumer_group_info(group)
         store = ctl.store
+        pop = getattr(ctl, "pop_service", None)  # None before the store is ready
         entries = []
         total_diff = 0
         for topic in topics:
@@ -321,8 +322,11 @@ class AdminBrokerProcessor:
                 last = 0
                 if consumer_offset > 0:
                     last = max(0, store.get_message_store_timestamp(topic, qid, consumer_offset - 1))
+                pulled = consumer_offset
+                if pop is not None:  # a pop group: the offset is how far it popped
+                    consumer_offset = pop.acked_offset(group, topic, qid, pulled)
                 total_diff += broker_offset - consumer_offset
-                value = offset_wrapper_json(broker_offset, consumer_offset, consumer_offset, last)
+                value = offset_wrapper_json(broker_offset, consumer_offset, pulled, last)
                 entries.append((key(qid), value))
         return consume_stats_json(entries), total_diff, len(entries)
 

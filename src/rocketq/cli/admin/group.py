@@ -257,13 +257,17 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Res
                 "brokerOffset": w.broker_offset,
                 "consumerOffset": w.consumer_offset,
                 "diff": w.broker_offset - w.consumer_offset,
+                # popped and not yet acked (pop groups; 5.x's #Inflight = pullOffset - consumerOffset)
+                "inflight": max(0, w.pull_offset - w.consumer_offset),
                 "lastTimestamp": w.last_timestamp,
             }
         )
     total = sum(r["diff"] for r in rows)
-    data = {"group": args.group, "consumeTps": stats.consume_tps, "diffTotal": total, "queues": rows}
+    inflight = sum(r["inflight"] for r in rows)
+    data = {"group": args.group, "consumeTps": stats.consume_tps, "diffTotal": total,
+            "inflightTotal": inflight, "queues": rows}
     t = table(
-        ("Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "LastTime"),
+        ("Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "#Inflight", "LastTime"),
         [
             (
                 r["topic"],
@@ -272,6 +276,7 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Res
                 r["brokerOffset"],
                 r["consumerOffset"],
                 r["diff"],
+                r["inflight"],
                 format_ts(r["lastTimestamp"]),
             )
             for r in rows
