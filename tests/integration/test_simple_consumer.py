@@ -82,6 +82,14 @@ def test_the_sync_consumer(cluster: Cluster) -> None:
         for m in got:
             consumer.ack(m)
         assert consumer.receive(16, 10.0) == []
+        # a topic subscribed while running is read from the next receive on
+        other = asyncio.run(_topic_with(cluster, 1, queues=1))
+        consumer.subscribe(other)
+        late: list = []
+        while not late and time.monotonic() < deadline + 20:
+            late += [m for m in consumer.receive(16, 10.0) if m.topic == other]
+        assert [m.body for m in late] == [b"0"]
+        consumer.ack(late[0])
 
 
 async def _share(cluster: Cluster, consumers: int, messages: int) -> None:

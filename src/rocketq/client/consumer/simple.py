@@ -174,9 +174,7 @@ class SimpleConsumer:
 
     def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         wire = self.config.with_namespace(topic)
-        self._subscriptions[wire] = build_subscription(wire, expression)
-        if self.service_state is ServiceState.RUNNING:
-            asyncio.get_running_loop().create_task(self.client.update_topic_route_info_from_name_server(wire))
+        self._subscriptions[wire] = build_subscription(wire, expression)  # its route: at the next receive
 
     def unsubscribe(self, topic: str) -> None:
         self._subscriptions.pop(self.config.with_namespace(topic), None)
@@ -282,13 +280,12 @@ class SimpleConsumer:
         invisible_ms = int(seconds(invisible_duration) * 1000)
         if invisible_ms < 1000:
             raise InvalidArgument("invisible_duration must be at least 1 second")
+        for topic in self._subscriptions:
+            if not self._queues.get(topic) and not client.get_subscribe_queues(topic):
+                await client.update_topic_route_info_from_name_server(topic)  # subscribed since start
         targets = self._targets()
         if not targets:
-            for topic in self._subscriptions:
-                await client.update_topic_route_info_from_name_server(topic)
-            targets = self._targets()
-            if not targets:
-                raise TopicRouteNotFound(f"no broker serves {sorted(self._subscriptions)}")
+            raise TopicRouteNotFound(f"no broker serves {sorted(self._subscriptions)}")
         turn = next(self._turn)
         topic, broker_name, addr = targets[turn % len(targets)]
         sub = self._subscriptions[topic]
