@@ -234,7 +234,7 @@ class PopService:
         for i in range(n):
             self._pop_queue(req, topic, (random_q + i) % n, is_retry, result)
 
-    def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int, client_host: str = "") -> int:
+    def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int) -> int:
         """The group's offset in the queue; a group new to it starts per initMode (and commits it)."""
         ctl = self._ctl
         offset = ctl.offset_manager.query_offset(group, topic, queue_id)
@@ -256,7 +256,7 @@ class PopService:
         ctl = self._ctl
         store = ctl.store
         group = req.group
-        offset = self.pop_offset(group, topic, queue_id, req.init_mode, req.client_host)
+        offset = self.pop_offset(group, topic, queue_id, req.init_mode)
         if req.order and self.order.check_block(req.attempt_id, (topic, group, queue_id), now_ms()):
             return
         remaining = req.max_nums - result.count
