@@ -220,9 +220,22 @@ async def test_push_consumers_in_pop_mode_share_a_topic(cluster: Cluster) -> Non
         )
         for i in range(2)
     ]
+    hooked: list[str] = []
+
+    class Hook:
+        def hook_name(self) -> str:
+            return "recorder"
+
+        def consume_message_before(self, ctx: object) -> None:
+            pass
+
+        def consume_message_after(self, ctx: object) -> None:
+            hooked.append(ctx.status)  # type: ignore[attr-defined]
+
     for c in consumers:
         c.subscribe(topic, "*")
         c.register_listener(listener)
+        c.register_consume_message_hook(Hook())
         await c.start()
     try:
         await wait_until(lambda: len(seen) == 200, timeout=60)
@@ -232,3 +245,4 @@ async def test_push_consumers_in_pop_mode_share_a_topic(cluster: Cluster) -> Non
             await c.shutdown()
     assert set(seen.values()) == {1}
     assert attempts[b"7"] == [0, 1]
+    assert hooked.count("CONSUME_SUCCESS") == 200 and hooked.count("RECONSUME_LATER") == 1

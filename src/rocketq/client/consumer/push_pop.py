@@ -27,6 +27,7 @@ from rocketq.client.consumer.pop_api import (
 )
 from rocketq.client.consumer.types import (
     ConsumeConcurrentlyContext,
+    ConsumeMessageContext,
     ConsumeMode,
     ConsumeStatus,
     MessageRequestMode,
@@ -120,12 +121,24 @@ class PopDriver:
             self._consume(topic, broker_name, addr, msgs[i:i + size], handles[i:i + size])
             for i in range(0, len(msgs), size)))
 
+    def _hooks(self, method: str, hook_ctx: ConsumeMessageContext | None) -> None:
+        """The consumer's consume hooks (message trace among them), as the pull mode calls them."""
+        if hook_ctx is None:
+            return
+        for hook in self._c.hooks:
+            try:
+                getattr(hook, method)(hook_ctx)
+            except Exception as e:
+                log.warning("consumeMessageHook %s failed: %s", method, e)
+
     async def _consume(self, topic: str, broker_name: str, addr: str, msgs: Sequence[MessageExt],
                        handles: Sequence[str]) -> None:
         c = self._c
         mq = MessageQueue(c.config.without_namespace(topic), broker_name, msgs[0].queue_id)
         ctx = ConsumeConcurrentlyContext(mq)
         shown = list(msgs)
+        hook_ctx = ConsumeMessageContext(c.consumer_group, mq, shown) if c.hooks else None
+        self._hooks("consume_message_before", hook_ctx)
         try:
             if self._pool is None:
                 value = await c.listener(shown, ctx)
@@ -133,8 +146,15 @@ class PopDriver:
                 value = await asyncio.get_running_loop().run_in_executor(self._pool, c.listener, shown, ctx)
         except Exception:
             log.warning("consumeMessage exception, group %s", c.consumer_group, exc_info=True)
-            value = ConsumeStatus.RECONSUME_LATER
-        status, _ = listener_status(value, ConsumeStatus, ConsumeStatus.RECONSUME_LATER)
+            value, returned = ConsumeStatus.RECONSUME_LATER, "EXCEPTION"
+        else:
+            returned = ""
+        status, hook_type = listener_status(value, ConsumeStatus, ConsumeStatus.RECONSUME_LATER)
+        if hook_ctx is not None:
+            hook_ctx.status = status.name
+            hook_ctx.success = status is ConsumeStatus.CONSUME_SUCCESS
+            hook_ctx.props["ConsumeContextType"] = returned or hook_type
+            self._hooks("consume_message_after", hook_ctx)
         ok = len(msgs) if status is ConsumeStatus.CONSUME_SUCCESS else 0
         if status is ConsumeStatus.CONSUME_SUCCESS and ctx.ack_index < len(msgs):
             ok = max(0, ctx.ack_index + 1)
