@@ -18,6 +18,7 @@ from tests.wire import (
     create_routed_topic,
     get_all_topic_config,
     get_route,
+    heartbeat,
     invoke,
     pop,
     popped,
@@ -369,3 +370,39 @@ def test_consumer_progress_shows_what_is_in_flight(cluster: Cluster, admin: Admi
     # popped up to 3, acked up to 1: two in flight, three still to consume (4 sent)
     assert (row["brokerOffset"], row["consumerOffset"], row["inflight"], row["diff"]) == (4, 1, 2, 3)
     assert progress["inflightTotal"] == 2
+
+
+async def test_query_assignment_follows_the_group_s_mode(cluster: Cluster, client: RemotingClient) -> None:
+    from rocketq.admin import AdminClient
+
+    topic, broker = await _topic(cluster, client, 4)
+    group = unique_name("AsgG")
+    other = RemotingClient()
+    try:
+        for c, cid in ((client, "cid-a"), (other, "cid-b")):
+            assert (await heartbeat(c, cluster.broker, cid, consumer_groups={group: [topic]})).code == 0
+
+        async def assignment(cid: str) -> list[tuple[int, str]]:
+            body = json.dumps(
+                {
+                    "topic": topic,
+                    "consumerGroup": group,
+                    "clientId": cid,
+                    "strategyName": "AVG",
+                    "messageModel": "CLUSTERING",
+                }
+            ).encode()
+            r = await invoke(client, cluster.broker, RequestCode.QUERY_ASSIGNMENT, None, body)
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            rows = json.loads(r.body_bytes())["messageQueueAssignments"]
+            assert {row["messageQueue"]["brokerName"] for row in rows} == {broker}
+            return sorted((row["messageQueue"]["queueId"], row["mode"]) for row in rows)
+
+        assert await assignment("cid-a") == [(0, "PULL"), (1, "PULL")]
+        assert await assignment("cid-b") == [(2, "PULL"), (3, "PULL")]
+        async with AdminClient(cluster.namesrv) as admin:
+            await admin.set_message_request_mode(cluster.broker, topic, group, "POP")
+        # POP with popShareQueueNum 0: everyone pops from every queue of the broker
+        assert await assignment("cid-a") == await assignment("cid-b") == [(-1, "POP")]
+    finally:
+        await other.close()

@@ -80,3 +80,16 @@ async def test_pop_ack_and_change_invisible_under_sync_flush(tmp_path: Path) -> 
         assert (await change_invisible(client, broker.address, "G", b, 10_000)).code == ResponseCode.SUCCESS
         assert (await ack(client, broker.address, "G", b)).code == ResponseCode.SUCCESS
         assert len(broker.pop_service.checkpoints) == 0
+
+
+def test_allocation_for_pop_shares_queues_as_java() -> None:
+    from rocketq.broker.pop.assignment import allocate, allocate_for_pop
+
+    mqs = [("T", "b", q) for q in range(4)]
+    cids = ["c0", "c1", "c2", "c3"]
+    assert allocate("AVG", "c1", mqs, cids[:2]) == mqs[2:]
+    assert allocate("AVG_BY_CIRCLE", "c1", mqs, cids[:2]) == [mqs[1], mqs[3]]
+    assert allocate("NOPE", "c1", mqs, cids) is None
+    assert allocate_for_pop("AVG", "c0", mqs, cids, 0) == [("T", "b", -1)]
+    # popShareQueueNum 1 of 4 clients: its own queue and the next client's
+    assert allocate_for_pop("AVG", "c3", mqs, cids, 1) == [mqs[3], mqs[0]]

@@ -121,6 +121,7 @@ class PopService:
     """Pop, peek, ack, change-invisible and notification of one broker."""
 
     def __init__(self, controller: BrokerController) -> None:
+        from rocketq.broker.pop.assignment import QueryAssignmentProcessor
         from rocketq.broker.pop.request_mode import MessageRequestModeManager
         from rocketq.broker.pop.revive import ReviveService
 
@@ -139,6 +140,7 @@ class PopService:
         self._retry_topics: dict[str, tuple[str, str]] = {}
         self.revive = ReviveService(controller, self)
         self.request_mode = MessageRequestModeManager(controller)
+        self.assignment = QueryAssignmentProcessor(controller, self.request_mode)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- identity and lifecycle --------------------------------------------------------------------

@@ -153,6 +153,7 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
             (C.POLLING_INFO, pop.polling_info),
             (C.SET_MESSAGE_REQUEST_MODE, ctl.pop_service.request_mode.set_mode),
             (C.GET_ALL_MESSAGE_REQUEST_MODE, ctl.pop_service.request_mode.get_all),
+            (C.QUERY_ASSIGNMENT, ctl.pop_service.assignment.query_assignment),
         ]
     for code, handler in table:
         register(int(code), handler)
