@@ -134,8 +134,9 @@ def test_print_config_shows_the_assembled_configuration(
     assert broker["brokerIP1"] == "127.0.0.1"
     # keys a stock broker.conf sets but rocketq does not act on are said to be so
     lines = out.splitlines()
-    note = lines[lines.index("reviveQueueNum=8") - 1]
-    assert note.startswith("# reviveQueueNum: not honoured by rocketq yet (")
+    note = lines[lines.index("forceRegister=true") - 1]
+    assert note.startswith("# forceRegister: not honoured by rocketq yet (")
+    assert not lines[lines.index("reviveQueueNum=8") - 1].startswith("# reviveQueueNum")
     assert not lines[lines.index("transactionCheckMax=15") - 1].startswith("# transactionCheckMax")
     assert not lines[lines.index("brokerName=broker-a") - 1].startswith("# brokerName")
 
