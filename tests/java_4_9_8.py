@@ -70,4 +70,7 @@ ROCKETQ_ONLY = {
     "bindAddress", "channelExpiredTimeout", "compatibilityMode", "diskSpaceCleanForciblyRatio",
     "diskSpaceWarningLevelRatio", "enableShutdownGracefully", "metricsPort", "reviveQueueNum",
     "shutdownWaitTimeSeconds",
+    # RocketMQ 5's pop keys (docs/pop.md)
+    "reviveInterval", "popPollingSize", "maxPopPollingSize", "popFromRetryProbability", "enableRetryTopicV2",
+    "defaultMessageRequestMode",
 }
