@@ -19,6 +19,7 @@ _IDENTITY = "the broker's identity in routes, message ids and registrations"
 _AT_START = "the template topic is created at start"
 _TIMER = "its timer starts with the broker"
 _POP_AT_START = "the pop service reads it when the broker starts"
+_ACL = "the ACL is set up at start (the file itself is reloaded when it changes)"
 
 
 def _default_broker_name() -> str:
@@ -91,6 +92,14 @@ class BrokerConfig:
     # Test-only: "4.9" makes the broker as strict as Apache RocketMQ 4.9.8 (broker/compat.py), so
     # that the SDK's tests prove it sends nothing a 4.9 broker does not know.
     compatibility_mode: Literal["", "4.9"] = restart_required("", why="the request table is built at start")
+    # ACL 1.0 (docs/security.md): every request must be signed by an account of plainAclFile.
+    acl_enable: bool = restart_required(False, why=_ACL)
+    # "" = <data-dir>/conf/plain_acl.yml (the parent of storePathRootDir), RocketMQ's
+    # $ROCKETMQ_HOME/conf/plain_acl.yml. Reloaded when it changes.
+    plain_acl_file: str = restart_required("", why=_ACL)
+    # The account of plainAclFile whose secret signs this broker's requests to the name servers
+    # (no secret in any config): "" = the first admin account of the file.
+    inner_access_key: str = restart_required("", why=_ACL)
 
     def __post_init__(self) -> None:
         check_port("metricsPort", self.metrics_port, off=True)

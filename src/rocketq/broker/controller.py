@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from rocketq.broker.client_manager import ConsumerManager, ProducerManager
@@ -67,6 +68,7 @@ class BrokerController:
         self.listen_port = server_config.listen_port
         self.vip_port = 0
         self.server = RemotingServer.from_config(server_config, self._ports(server_config.listen_port))
+        self.acl = self._build_acl()
         self.store: MessageStore = None  # type: ignore[assignment]  # built in start(): needs the port
         self.stats = BrokerStats()
         self.uniq_id_generator = UniqIdGenerator(ip=broker_config.broker_ip1)
@@ -92,6 +94,18 @@ class BrokerController:
         self._register_task: asyncio.Task[None] | None = None
         self._register_again = False
         self.topic_manager.on_change = self._on_topic_change
+
+    def _build_acl(self) -> Any:
+        """aclEnable: every request is checked before its processor (and this broker signs what it
+        sends the name servers); off, nothing of the ACL is built or called."""
+        if not self.broker_config.acl_enable:
+            return None
+        from rocketq.broker.acl import AclService, acl_file_path
+
+        data_dir = Path(self.store_config.store_path_root_dir).expanduser().absolute().parent
+        acl = AclService(acl_file_path(self.broker_config.plain_acl_file, data_dir))
+        self.server.set_request_validator(acl.validate)
+        return acl
 
     @staticmethod
     def _ports(listen_port: int) -> list[int]:
@@ -181,6 +195,10 @@ class BrokerController:
         self._spawn(self._every(self.broker_config.flush_consumer_offset_interval / 1000,
                                 self.offset_manager.persist_async))
         self._spawn(self._every(CLIENT_CHANNEL_SCAN_INTERVAL, self._scan_client_channels))
+        if self.acl is not None:
+            from rocketq.broker.acl import WATCH_INTERVAL
+
+            self._spawn(self._every(WATCH_INTERVAL, self.acl.reload_if_changed))
         await self._start_metrics()
         await self.register_broker_all()
         self._spawn(self._every(self.broker_config.register_period_ms / 1000, self.register_broker_all))

@@ -50,6 +50,9 @@ class BrokerOuterAPI:
     def client(self) -> RemotingClient:
         if self._client is None:
             self._client = RemotingClient(connect_timeout=3.0)
+            acl = getattr(self._ctl, "acl", None)
+            if acl is not None:  # an ACL name server takes registrations signed by an admin
+                self._client.request_hook = acl.outgoing_hook(self._ctl.broker_config.inner_access_key)
         return self._client
 
     async def shutdown(self) -> None:

@@ -20,6 +20,7 @@ from typing import Final, Self
 # Re-exported under their old names; the rules live in rocketq.client.namespace.
 from rocketq.client.namespace import unwrap as unwrap_namespace
 from rocketq.client.namespace import wrap as wrap_namespace
+from rocketq.acl.signature import SessionCredentials
 from rocketq.codec.codes import LanguageCode
 
 __all__ = [
@@ -102,6 +103,21 @@ class ClientConfig:
     # trace_topic (None: RMQ_SYS_TRACE_TOPIC); Java's enableMsgTrace / customizedTraceTopic.
     enable_trace: bool = False
     trace_topic: str | None = None
+    # ACL: every request this client sends is signed with these (RocketMQ's AclClientRPCHook).
+    credentials: SessionCredentials | None = None
+    # TLS to brokers and name servers (Java's useTLS): the CA file that signs the servers'
+    # certificates (None: the system's), and a client certificate for servers that ask for one.
+    tls: bool = False
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_verify: bool = True
+
+    def transport_key(self) -> tuple[object, ...]:
+        """What a shared MQClientInstance's transport is made of: clients that differ here need
+        instances of their own."""
+        return (self.credentials, self.tls, self.tls_ca_file, self.tls_cert_file, self.tls_key_file,
+                self.tls_verify)
 
     def resolved_instance_name(self) -> str:
         if self.instance_name == DEFAULT_INSTANCE_NAME:

@@ -17,6 +17,7 @@ import os
 import random
 import threading
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,6 +32,7 @@ from rocketq.client.route import (
     publish_info_from_route,
     subscribe_queues_from_route,
 )
+from rocketq.client.security import configure_transport
 from rocketq.codec.bodies import ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData
 from rocketq.errors import MQClientError, ServerError, ServiceStateError, TopicNotExist
 from rocketq.remoting import RemotingClient
@@ -89,6 +91,7 @@ class MQClientInstance:
             connect_timeout=self.config.connect_timeout_millis / 1000.0,
             idle_timeout=float(self.config.client_channel_max_idle_time_seconds) or None,
         )
+        configure_transport(self.remoting_client, self.config)
         self.api = MQClientAPI(self.remoting_client, self.config)
         self.producer_table: dict[str, ProducerImpl] = {}
         self.consumer_table: dict[str, ConsumerImpl] = {}
@@ -551,6 +554,12 @@ class MQClientManager:
                         "give this client its own instance_name"
                     )
                 config = config.replace(instance_name=cls._loop_instance_name(loop))
+                client_id = config.client_id()
+                inst = cls._usable(cls._table.get(client_id))
+            if inst is not None and inst.config.transport_key() != config.transport_key():
+                # Other credentials or TLS settings: an instance (and client id) of its own.
+                config = config.replace(instance_name=f"{config.resolved_instance_name()}#"
+                                        f"{zlib.crc32(repr(config.transport_key()).encode()):08x}")
                 client_id = config.client_id()
                 inst = cls._usable(cls._table.get(client_id))
             if inst is None:

@@ -58,9 +58,10 @@ def route(
 ) -> list[tuple[type, ConfigField]]:
     """The (class, field) pairs a setting goes to; ConfigError for an unknown key or section."""
     key, section = setting.key, setting.section
-    if section is None and "." in key:
-        section, _, key = key.partition(".")
     everyone = [*primary, *secondary]
+    # A dotted key may be a field's own (RocketMQ's tls.server.mode) rather than section.key.
+    if section is None and "." in key and not any(lookup(c, key) for c in everyone):
+        section, _, key = key.partition(".")
     if section is not None:
         if isinstance(section, type):
             scoped = [section] if section in everyone else []

@@ -37,6 +37,11 @@ class NamesrvConfig:
     wait_seconds_for_service: int = runtime_updatable(45)
     # rocketq's Prometheus endpoint (GET /metrics): -1 = off, 0 = a free port.
     metrics_port: int = restart_required(-1, why="the metrics endpoint is started with the server")
+    # ACL on the name server (docs/security.md): broker registration, KV config and config changes
+    # need an admin signature; a broker's registration can be replaced only by the same account.
+    acl_enable: bool = restart_required(False, why="the ACL is set up at start")
+    # "" = <data-dir>/conf/plain_acl.yml (the parent of kvConfigPath's directory).
+    plain_acl_file: str = restart_required("", why="the ACL is set up at start")
 
     def __post_init__(self) -> None:
         check_port("listenPort", self.listen_port)

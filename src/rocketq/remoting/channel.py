@@ -166,6 +166,9 @@ class Channel:
         """
         if self._closed or self._transport.is_closing():
             raise RemotingSendError(f"send request to <{self.remote_address}> failed: channel closed")
+        hook = self._endpoint.request_hook
+        if hook is not None:
+            hook(cmd)
         opaque = next_opaque()
         cmd.opaque = opaque
         cmd.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
@@ -184,6 +187,9 @@ class Channel:
         """Send a request that gets no response."""
         if not self.is_active:
             raise RemotingSendError(f"send request to <{self.remote_address}> failed: channel closed")
+        hook = self._endpoint.request_hook
+        if hook is not None:
+            hook(cmd)
         cmd.opaque = next_opaque()
         cmd.flag = (cmd.flag & ~FLAG_RESPONSE) | FLAG_ONEWAY
         self.send(cmd)

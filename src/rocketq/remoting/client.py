@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from functools import partial
 
 from rocketq.codec.command import RemotingCommand
@@ -56,6 +57,8 @@ class RemotingClient(RemotingEndpoint):
         self._connecting: dict[str, asyncio.Future[Channel]] = {}
         self._closed = False
         self.on_channel_close(self._forget)
+        # TLS to every server this client connects to (None: plain TCP).
+        self.ssl_context: ssl.SSLContext | None = None
 
     @classmethod
     def from_config(
@@ -109,9 +112,16 @@ class RemotingClient(RemotingEndpoint):
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
-                _, protocol = await loop.create_connection(lambda: Connection(self), host, port)
+                if self.ssl_context is None:
+                    _, protocol = await loop.create_connection(lambda: Connection(self), host, port)
+                else:
+                    _, protocol = await loop.create_connection(
+                        lambda: Connection(self), host, port, ssl=self.ssl_context,
+                        server_hostname=host if self.ssl_context.check_hostname else None)
         except TimeoutError:
             raise RemotingConnectError(f"connect to <{addr}> failed: timeout") from None
+        except ssl.SSLError as e:  # an OSError too: say it is the TLS handshake that failed
+            raise RemotingConnectError(f"connect to <{addr}> failed: TLS handshake: {e}") from None
         except OSError as e:
             raise RemotingConnectError(f"connect to <{addr}> failed: {e}") from None
         channel = protocol.channel

@@ -5,6 +5,7 @@ applied when a server binds or a connection opens, so none changes at runtime.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from rocketq.config.fields import restart_required
 
@@ -31,6 +32,18 @@ class RemotingServerConfig:
     # fixed grace applies (RemotingServer.DEFAULT_SHUTDOWN_GRACE).
     enable_shutdown_gracefully: bool = restart_required(False, why=_KEPT)
     shutdown_wait_time_seconds: int = restart_required(30, why=_KEPT)
+    # TLS (docs/security.md), under TlsSystemConfig's names. permissive: TLS and plain on one port
+    # (told apart by the first byte); enforcing: TLS only; disabled: plain only. Without a
+    # certificate the port is plain whatever the mode says (enforcing then refuses to start).
+    tls_server_mode: Literal["disabled", "permissive", "enforcing"] = restart_required(
+        "permissive", key="tls.server.mode", why=_BIND)
+    tls_server_cert_path: str = restart_required("", key="tls.server.certPath", why=_BIND)
+    tls_server_key_path: str = restart_required("", key="tls.server.keyPath", why=_BIND)
+    tls_server_key_password: str = restart_required("", key="tls.server.keyPassword", why=_BIND)
+    # none / optional / require: ask clients for a certificate signed by trustCertPath.
+    tls_server_need_client_auth: Literal["none", "optional", "require"] = restart_required(
+        "none", key="tls.server.need.client.auth", why=_BIND)
+    tls_server_trust_cert_path: str = restart_required("", key="tls.server.trustCertPath", why=_BIND)
 
 
 @dataclass(frozen=True, slots=True)

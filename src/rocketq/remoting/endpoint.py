@@ -39,6 +39,10 @@ Handler: TypeAlias = Callable[[RemotingCommand, Channel], HandlerResult]
 BatchHandler: TypeAlias = Callable[[list[RemotingCommand], Channel], Sequence[HandlerResult | BaseException]]
 CloseListener: TypeAlias = Callable[[Channel], object]
 RequestObserver: TypeAlias = Callable[[int, int, float], object]
+# Checks a request before its handler runs (ACL): raise a RocketQError to refuse it with its code.
+RequestValidator: TypeAlias = Callable[[RemotingCommand, Channel], None]
+# Changes a request just before it leaves (a client's signer): RocketMQ's client RPCHook.
+RequestHook: TypeAlias = Callable[[RemotingCommand], None]
 
 _H = TypeVar("_H", bound=Callable[..., Any])
 _RUNS_ATTR = "__rocketq_runs_handler__"
@@ -74,6 +78,34 @@ def _runs_handler_of(handler: Handler) -> BatchHandler | None:
 def handles_runs_of(handler: Handler) -> bool:
     """Whether registering ``handler`` also registers a batch handler (``handles_runs``)."""
     return _runs_handler_of(handler) is not None
+
+def _guarded(handler: Handler, validator: RequestValidator) -> Handler:
+    def guarded(request: RemotingCommand, channel: Channel) -> HandlerResult:
+        validator(request, channel)  # a refusal raises: answered by _respond_error
+        return handler(request, channel)
+
+    return guarded
+
+
+def _guarded_runs(runs: BatchHandler | None, validator: RequestValidator) -> BatchHandler | None:
+    if runs is None:
+        return None
+
+    def guarded(requests: list[RemotingCommand], channel: Channel) -> Sequence[HandlerResult | BaseException]:
+        refused: dict[int, BaseException] = {}
+        for i, request in enumerate(requests):
+            try:
+                validator(request, channel)
+            except RocketQError as e:
+                refused[i] = e
+        if not refused:
+            return runs(requests, channel)
+        passed = [r for i, r in enumerate(requests) if i not in refused]
+        answers = iter(runs(passed, channel) if passed else ())
+        return [refused[i] if i in refused else next(answers) for i in range(len(requests))]
+
+    return guarded
+
 
 # How often pending requests are checked against their deadlines while any are pending: a
 # request fails at most this long after its deadline.
@@ -122,19 +154,35 @@ class RemotingEndpoint:
         # (None) costs one attribute test per dispatch; on, one clock read per dispatch or run.
         self._observer: RequestObserver | None = None
         self._t0 = 0.0
+        # Set before processors are registered; None (the default) adds nothing to any dispatch.
+        self._validator: RequestValidator | None = None
+        # Read by Channel.start_request/invoke_oneway; None: requests leave as built.
+        self.request_hook: RequestHook | None = None
 
     # -- registration ---------------------------------------------------------------------------
 
+    def set_request_validator(self, validator: RequestValidator | None) -> None:
+        """Check every request with ``validator`` before its handler (RocketMQ's server RPCHook).
+
+        Call it before registering processors: each handler is wrapped as it is registered, so
+        an endpoint without a validator dispatches exactly as before.
+        """
+        self._validator = validator
+
     def register_processor(self, code: int, handler: Handler) -> None:
         """Route requests of `code` to `handler` (and runs of them to its `handles_runs` partner)."""
-        self._processors[int(code)] = handler
         runs = _runs_handler_of(handler)
+        if self._validator is not None:
+            handler, runs = _guarded(handler, self._validator), _guarded_runs(runs, self._validator)
+        self._processors[int(code)] = handler
         if runs is None:
             self._run_processors.pop(int(code), None)
         else:
             self._run_processors[int(code)] = runs
 
     def register_default_processor(self, handler: Handler) -> None:
+        if self._validator is not None:
+            handler = _guarded(handler, self._validator)
         self._default_processor = handler
 
     def set_request_observer(self, observer: RequestObserver | None) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import ssl
+from collections.abc import Callable, Sequence
 
 from rocketq.codec.frame import DEFAULT_MAX_FRAME_LENGTH
 from rocketq.remoting.channel import Connection
 from rocketq.remoting.config import RemotingServerConfig
 from rocketq.remoting.endpoint import RemotingEndpoint
+from rocketq.remoting.tls import TlsSniffer, server_context
 
 __all__ = ["RemotingServer"]
 
@@ -36,6 +38,8 @@ class RemotingServer(RemotingEndpoint):
         socket_rcv_buf_size: int = 0,
         write_buffer_high_water_mark: int = 0,
         write_buffer_low_water_mark: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        tls_mode: str = "permissive",
     ) -> None:
         super().__init__(
             max_frame_length=max_frame_length,
@@ -53,6 +57,9 @@ class RemotingServer(RemotingEndpoint):
         self.shutdown_grace = shutdown_grace
         self._servers: list[asyncio.Server] = []
         self._bound: list[int] = []
+        # TLS (remoting/tls.py): None or tls_mode "disabled" serves plain connections only.
+        self.ssl_context = ssl_context
+        self.tls_mode = tls_mode
 
     @classmethod
     def from_config(
@@ -69,6 +76,15 @@ class RemotingServer(RemotingEndpoint):
             else cls.DEFAULT_SHUTDOWN_GRACE
         )
         idle = config.server_channel_max_idle_time_seconds
+        ctx = None
+        if config.tls_server_mode != "disabled" and config.tls_server_cert_path:
+            ctx = server_context(
+                config.tls_server_cert_path, config.tls_server_key_path or config.tls_server_cert_path,
+                key_password=config.tls_server_key_password or None,
+                need_client_auth=config.tls_server_need_client_auth,
+                trust_cert_file=config.tls_server_trust_cert_path or None)
+        elif config.tls_server_mode == "enforcing":
+            raise ValueError("tls.server.mode=enforcing needs tls.server.certPath (and keyPath)")
         return cls(
             config.bind_address,
             [config.listen_port] if ports is None else ports,
@@ -80,7 +96,16 @@ class RemotingServer(RemotingEndpoint):
             socket_rcv_buf_size=config.server_socket_rcv_buf_size,
             write_buffer_high_water_mark=config.write_buffer_high_water_mark,
             write_buffer_low_water_mark=config.write_buffer_low_water_mark,
+            ssl_context=ctx,
+            tls_mode=config.tls_server_mode,
         )
+
+    def _protocol_factory(self) -> Callable[[], asyncio.Protocol]:
+        ctx = self.ssl_context
+        if ctx is None or self.tls_mode == "disabled":
+            return lambda: Connection(self)
+        enforcing = self.tls_mode == "enforcing"
+        return lambda: TlsSniffer(lambda: Connection(self), ctx, enforcing)
 
     @property
     def bound_ports(self) -> list[int]:
@@ -95,10 +120,11 @@ class RemotingServer(RemotingEndpoint):
         if self._servers:
             raise RuntimeError("RemotingServer already started")
         loop = asyncio.get_running_loop()
+        factory = self._protocol_factory()
         try:
             for port in self.ports:
                 server = await loop.create_server(
-                    lambda: Connection(self),
+                    factory,
                     self.host,
                     port,
                     backlog=self.backlog,

@@ -67,6 +67,9 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     admin_group = AdminGroupProcessor(ctl)
     reply = ReplyMessageProcessor(ctl)
     end_transaction = EndTransactionProcessor(ctl.transaction_service)
+    from rocketq.broker.acl import AclAdminProcessor
+
+    acl = AclAdminProcessor(ctl)
 
     table: list[tuple[int, Any]] = [
         # producers
@@ -128,6 +131,12 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         (C.GET_CONSUMER_RUNNING_INFO, admin_group.get_consumer_running_info),
         (C.CONSUME_MESSAGE_DIRECTLY, admin_group.consume_message_directly),
         (C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, admin_group.get_consumer_status),
+        # ACL 1.0 administration (broker/acl.py)
+        (C.UPDATE_AND_CREATE_ACL_CONFIG, acl.update_and_create_access_config),
+        (C.DELETE_ACL_CONFIG, acl.delete_access_config),
+        (C.GET_BROKER_CLUSTER_ACL_INFO, acl.get_broker_cluster_acl_info),
+        (C.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, acl.update_global_white_addrs),
+        (C.GET_BROKER_CLUSTER_ACL_CONFIG, acl.get_broker_cluster_acl_config),
     ]
     if ctl.replication is not None:
         table.append((C.GET_BROKER_HA_STATUS, ctl.replication.get_broker_ha_status))
