@@ -191,12 +191,13 @@ class AclRules:
             accounts.setdefault(account.access_key, account)
         return cls(tuple(address_matcher(a) for a in addrs), addrs, accounts)
 
-    def check(self, req: AccessRequest) -> None:
-        """PlainPermissionManager.validate: return to let the request through, raise to refuse."""
+    def authenticate(self, req: AccessRequest) -> PlainAccount | None:
+        """Who sent ``req``: None for a globally white-listed peer, else its account (whose
+        signature was checked unless the account's own white list matched); ``AclError`` if nobody."""
         ip = req.remote_ip
         for white in self.global_white:
             if white(ip):
-                return
+                return None
         ak = req.access_key
         if ak is None:
             raise AclError("No accessKey is configured")
@@ -204,10 +205,17 @@ class AclRules:
         if owned is None:
             raise AclError(f"No acl config for {ak}")
         if owned.white(ip):
-            return
+            return owned
         signature = cal_signature(req.content, owned.secret)
         if req.signature is None or not hmac.compare_digest(signature, req.signature):
             raise AclError(f"Check signature failed for accessKey={ak}")
+        return owned
+
+    def check(self, req: AccessRequest) -> None:
+        """PlainPermissionManager.validate: return to let the request through, raise to refuse."""
+        owned = self.authenticate(req)
+        if owned is None or owned.white(req.remote_ip):
+            return
         if req.needs.get(TRACE_TOPIC) == PUB:
             return
         self._check_perm(req, owned)

@@ -13,8 +13,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from rocketq.acl.signature import SessionCredentials
 from rocketq.client.api import MQClientAPI, broker_error
 from rocketq.client.config import ClientConfig
+from rocketq.client.security import configure_transport
 from rocketq.codec.bodies import BrokerData, ClusterInfo, TopicRouteData
 from rocketq.codec.codes import V5_0_0, RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
@@ -58,8 +60,15 @@ class AdminBase:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         instance_name: str | None = None,
+        credentials: SessionCredentials | None = None,
+        tls: bool = False,
+        tls_ca_file: str | None = None,
+        tls_verify: bool = True,
     ) -> None:
         self.namesrv_addrs = resolve_namesrv_addr(namesrv_addr)
+        # ACL and TLS: what a Producer's ClientConfig would say (client/security.py applies both).
+        self._security = ClientConfig(credentials=credentials, tls=tls, tls_ca_file=tls_ca_file,
+                                      tls_verify=tls_verify)
         self.timeout = timeout
         self.instance_name = instance_name or f"admin-{os.getpid()}-{id(self):x}"
         self._remoting: RemotingClient | None = None
@@ -77,6 +86,7 @@ class AdminBase:
             instance_name=self.instance_name,
             mq_client_api_timeout=int(self.timeout * 1000),
         )
+        configure_transport(self._remoting, self._security)
         self._api = MQClientAPI(self._remoting, config)
         self._api.update_name_server_address_list(self.namesrv_addrs)
 

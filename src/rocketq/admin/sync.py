@@ -37,8 +37,10 @@ class SyncAdminClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         instance_name: str | None = None,
+        **security: Any,
     ) -> None:
-        self.aio = AdminClient(namesrv_addr, timeout=timeout, instance_name=instance_name)
+        """``security``: AdminClient's ``credentials``, ``tls``, ``tls_ca_file``, ``tls_verify``."""
+        self.aio = AdminClient(namesrv_addr, timeout=timeout, instance_name=instance_name, **security)
         self._started = False
 
     def __repr__(self) -> str:

@@ -291,6 +291,10 @@ class RouteInfoManager:
 
     # -- unregistration, expiry, channel close ------------------------------------------------------
 
+    def knows_broker(self, broker_name: str) -> bool:
+        """Whether some address of ``broker_name`` is registered (the ACL's ownership check)."""
+        return broker_name in self._brokers
+
     def unregister_broker(
         self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
     ) -> None:

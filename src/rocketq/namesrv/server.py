@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from rocketq.config import ConfigChange, RuntimeConfig
@@ -45,6 +46,7 @@ class NamesrvController:
             broker_channel_expired_time=namesrv_config.broker_channel_expired_time
         )
         self.remoting_server = RemotingServer.from_config(server_config)
+        self.acl = self._build_acl()
         self.processor = DefaultRequestProcessor(self)
         self.processor.register(self.remoting_server)
         self.remoting_server.on_channel_close(self._on_channel_close)
@@ -52,6 +54,21 @@ class NamesrvController:
         self._wake_scan: asyncio.Event | None = None
         self._started_at = 0.0
         self.metrics: Any = None  # NamesrvMetrics while metricsPort >= 0
+
+    def _build_acl(self) -> Any:
+        """aclEnable: protected requests are checked before their processor (namesrv/acl.py)."""
+        if not self.namesrv_config.acl_enable:
+            return None
+        from rocketq.acl import PlainPermissionManager
+        from rocketq.namesrv.acl import NamesrvAcl
+
+        configured = self.namesrv_config.plain_acl_file
+        path = (Path(configured).expanduser() if configured else
+                Path(self.namesrv_config.kv_config_path).expanduser().absolute().parent.parent
+                / "conf" / "plain_acl.yml")
+        acl = NamesrvAcl(PlainPermissionManager(path), self.route_info_manager)
+        self.remoting_server.set_request_validator(acl.validate)
+        return acl
 
     # -- lifecycle -------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from rocketq.cli.admin import cluster, group, maintenance, message, namesrv, queue, topic, trace
+from rocketq.cli.admin import acl, cluster, group, maintenance, message, namesrv, queue, topic, trace
 from rocketq.cli.admin._common import Handler, Result
 from rocketq.cli.errors import CliError, UsageError
 from rocketq.errors import (
@@ -34,7 +34,7 @@ from rocketq.errors import (
 
 __all__ = ["add_command", "run"]
 
-FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv, trace)
+FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv, trace, acl)
 DEFAULT_TIMEOUT = 5.0
 # Wide enough for offset tables when stdout is a pipe or a file (rich would assume 80 columns).
 PIPE_WIDTH = 200
@@ -67,6 +67,15 @@ def _common_options() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"timeout of each request (default {DEFAULT_TIMEOUT:g})",
     )
+    # ACL and TLS (docs/security.md). The secret is better given by the environment than on a
+    # command line other users of the machine can read.
+    common.add_argument("--access-key", dest="access_key", metavar="AK",
+                        help="sign every request with this ACL account (default: env ROCKETQ_ACCESS_KEY)")
+    common.add_argument("--secret-key", dest="secret_key", metavar="SK",
+                        help="the account's secret (default: env ROCKETQ_SECRET_KEY)")
+    common.add_argument("--tls", action="store_true", help="connect over TLS")
+    common.add_argument("--tls-ca-file", dest="tls_ca_file", metavar="PEM",
+                        help="CA certificates that sign the servers' (default: the system's)")
     common.add_argument(
         "--log-level",
         default="ERROR",
@@ -112,8 +121,11 @@ def run(args: argparse.Namespace) -> int:
     name = args.admin_command
     namesrv_addr = args.namesrv_addr or os.environ.get("NAMESRV_ADDR")
 
+    credentials = _credentials(args)
+
     async def go() -> Result:
-        async with AdminClient(namesrv_addr, timeout=args.timeout) as admin:
+        async with AdminClient(namesrv_addr, timeout=args.timeout, credentials=credentials,
+                               tls=args.tls, tls_ca_file=args.tls_ca_file) as admin:
             return await handler(admin, args)
 
     try:
@@ -132,6 +144,19 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{name}: no answer within {args.timeout:g} s per request") from None
     emit(result, as_json=args.json)
     return result.exit_code
+
+
+def _credentials(args: argparse.Namespace) -> Any:
+    from rocketq.acl import SessionCredentials
+
+    ak = args.access_key or os.environ.get("ROCKETQ_ACCESS_KEY")
+    sk = args.secret_key or os.environ.get("ROCKETQ_SECRET_KEY")
+    if not ak and not sk:
+        return None
+    if not ak or not sk:
+        raise UsageError("an access key needs its secret key, and the other way round "
+                         "(--access-key/--secret-key or ROCKETQ_ACCESS_KEY/ROCKETQ_SECRET_KEY)")
+    return SessionCredentials(ak, sk)
 
 
 def describe(exc: RocketQError) -> str:
