@@ -69,9 +69,9 @@ def _common_options() -> argparse.ArgumentParser:
     )
     # ACL and TLS (docs/security.md). The secret is better given by the environment than on a
     # command line other users of the machine can read.
-    common.add_argument("--access-key", dest="access_key", metavar="AK",
+    common.add_argument("--access-key", dest="acl_access_key", metavar="AK",
                         help="sign every request with this ACL account (default: env ROCKETQ_ACCESS_KEY)")
-    common.add_argument("--secret-key", dest="secret_key", metavar="SK",
+    common.add_argument("--secret-key", dest="acl_secret_key", metavar="SK",
                         help="the account's secret (default: env ROCKETQ_SECRET_KEY)")
     common.add_argument("--tls", action="store_true", help="connect over TLS")
     common.add_argument("--tls-ca-file", dest="tls_ca_file", metavar="PEM",
@@ -149,8 +149,8 @@ def run(args: argparse.Namespace) -> int:
 def _credentials(args: argparse.Namespace) -> Any:
     from rocketq.acl import SessionCredentials
 
-    ak = args.access_key or os.environ.get("ROCKETQ_ACCESS_KEY")
-    sk = args.secret_key or os.environ.get("ROCKETQ_SECRET_KEY")
+    ak = args.acl_access_key or os.environ.get("ROCKETQ_ACCESS_KEY")
+    sk = args.acl_secret_key or os.environ.get("ROCKETQ_SECRET_KEY")
     if not ak and not sk:
         return None
     if not ak or not sk:
