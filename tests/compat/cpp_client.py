@@ -96,6 +96,7 @@ def produce(args: argparse.Namespace, summary: dict[str, Any]) -> int:
     rmq = _binding()
     producer = rmq.Producer(args.group, timeout=args.send_timeout_ms)
     producer.set_namesrv_addr(args.namesrv)
+    _credentials(args, producer)
     producer.start()
     try:
         for i in range(args.count):
@@ -185,6 +186,7 @@ def consume(args: argparse.Namespace, summary: dict[str, Any]) -> int:
 
     consumer = rmq.PushConsumer(args.group, orderly=args.orderly)
     consumer.set_namesrv_addr(args.namesrv)
+    _credentials(args, consumer)
     consumer.subscribe(args.topic, on_message, args.expression)
     consumer.start()
     if args.stop_file:
@@ -216,6 +218,12 @@ def _consume_until_stopped(args: argparse.Namespace, summary: dict[str, Any], co
     return 0
 
 
+def _credentials(args: argparse.Namespace, client: Any) -> None:
+    """ACL: SetProducerSessionCredentials / SetPushConsumerSessionCredentials."""
+    if args.access_key:
+        client.set_session_credentials(args.access_key, args.secret_key, "ALIYUN")
+
+
 def _properties(pairs: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
@@ -239,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--expression", default="*", help="consume: tag expression")
     parser.add_argument("--timeout", type=float, default=45.0)
     parser.add_argument("--send-timeout-ms", type=int, default=5000)
+    parser.add_argument("--access-key", default=None, help="sign requests (ACL) with this account")
+    parser.add_argument("--secret-key", default=None, help="the account's secret")
     parser.add_argument("--property", action="append", default=[], metavar="K=V",
                         help="produce: user property; consume: report this key (repeatable)")
     parser.add_argument("--stop-file", default=None,

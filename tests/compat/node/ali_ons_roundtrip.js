@@ -12,6 +12,9 @@
 //   --timeout SECONDS                  give up after this long (default 45)
 //   --no-auth                          send no AccessKey/Signature (by default dummy keys are set,
 //                                      as every real ali-ons user does)
+//   --access-key AK --secret-key SK    sign with these instead of the dummy keys (ACL tests)
+//
+// A send the broker refuses is reported as {"event":"sendError","code":N,"message":...}.
 //   --property K=V                     user property on every produced message (repeatable)
 //   --stop-file PATH                   consume: be one member of the group: print {"event":"started"}
 //                                      once the consumer is ready, {"event":"owned","queues":[...]}
@@ -29,6 +32,7 @@ const { Producer, Consumer, Message } = require('ali-ons');
 
 const USAGE = 'usage: node ali_ons_roundtrip.js NAMESRV TOPIC GROUP COUNT [--mode roundtrip|produce|consume]' +
   ' [--broker ADDR] [--queues N] [--tags A,B] [--prefix P] [--timeout S] [--no-auth]' +
+  ' [--access-key AK --secret-key SK]' +
   ' [--property K=V] [--stop-file PATH]';
 
 function parseArgs(argv) {
@@ -51,6 +55,8 @@ function parseArgs(argv) {
       case '--prefix': opts.prefix = next(); break;
       case '--timeout': opts.timeout = Number(next()); break;
       case '--no-auth': opts.auth = false; break;
+      case '--access-key': opts.accessKey = next(); break;
+      case '--secret-key': opts.secretKey = next(); break;
       case '--property': {
         const pair = next();
         const eq = pair.indexOf('=');
@@ -91,13 +97,27 @@ function clientOptions(opts) {
     logger: stderrLogger,
   };
   if (opts.auth) {
-    base.accessKey = 'rocketq-compat-ak';
-    base.secretKey = 'rocketq-compat-sk';
+    base.accessKey = opts.accessKey || 'rocketq-compat-ak';
+    base.secretKey = opts.secretKey || 'rocketq-compat-sk';
   }
   return base;
 }
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+// ali-ons retries a send refused with NO_PERMISSION and then throws only "Send [n] times, still
+// failed": report each broker answer as {"event":"sendError","code":...,"message":...}.
+function reportSendErrors(producer) {
+  const kernel = producer.sendKernelImpl.bind(producer);
+  producer.sendKernelImpl = async (...args) => {
+    try {
+      return await kernel(...args);
+    } catch (err) {
+      emit({ event: 'sendError', name: err && err.name, code: err && err.code, message: err && err.message });
+      throw err;
+    }
+  };
+}
 
 // ali-ons has no public "create topic"; its MQClientAPI does, and this is what a user would call.
 async function ensureTopic(producer, opts, deadline) {
@@ -200,6 +220,7 @@ async function main() {
     if (opts.mode !== 'consume' || opts.broker) {
       producer = new Producer(Object.assign(clientOptions(opts), { producerGroup: `${opts.group}_PRODUCER` }));
       producer.on('error', err => console.error('[producer error]', err && err.message));
+      reportSendErrors(producer);
       await producer.ready();
       if (opts.broker) await ensureTopic(producer, opts, deadline);
     }
