@@ -22,6 +22,7 @@ from rocketq.codec.headers import (
 )
 from rocketq.errors import ProtocolError, RocketQError
 from rocketq.remoting import RemotingClient
+from rocketq.remoting.tls import client_context
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -50,6 +51,10 @@ class BrokerOuterAPI:
     def client(self) -> RemotingClient:
         if self._client is None:
             self._client = RemotingClient(connect_timeout=3.0)
+            server = self._ctl.server_config
+            if server.tls_enable:  # tls.enable: the name servers are reached over TLS
+                self._client.ssl_context = client_context(
+                    ca_file=server.tls_client_trust_cert_path or None, verify=server.tls_client_auth_server)
             acl = getattr(self._ctl, "acl", None)
             if acl is not None:  # an ACL name server takes registrations signed by an admin
                 self._client.request_hook = acl.outgoing_hook(self._ctl.broker_config.inner_access_key)

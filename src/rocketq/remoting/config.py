@@ -44,6 +44,11 @@ class RemotingServerConfig:
     tls_server_need_client_auth: Literal["none", "optional", "require"] = restart_required(
         "none", key="tls.server.need.client.auth", why=_BIND)
     tls_server_trust_cert_path: str = restart_required("", key="tls.server.trustCertPath", why=_BIND)
+    # This process's own connections (a broker's to the name servers) use TLS; Java's defaults:
+    # the server's certificate is not checked unless tls.client.authServer=true.
+    tls_enable: bool = restart_required(False, key="tls.enable", why=_CONNECT)
+    tls_client_auth_server: bool = restart_required(False, key="tls.client.authServer", why=_CONNECT)
+    tls_client_trust_cert_path: str = restart_required("", key="tls.client.trustCertPath", why=_CONNECT)
 
 
 @dataclass(frozen=True, slots=True)

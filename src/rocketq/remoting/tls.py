@@ -4,19 +4,18 @@ HandshakeHandler).
 A server in ``permissive`` mode (RocketMQ's default) serves TLS and plain connections on one port:
 it peeks at the first byte a connection sends, and 0x16 (a TLS handshake record) starts TLS over
 it, anything else is served plain. ``enforcing`` closes plain connections, ``disabled`` serves
-plain only (a TLS hello then fails as a bad frame). The peek reads nothing off the socket, so
-asyncio's own ``start_tls`` does the handshake; after it the connection is an ordinary one.
+plain only (a TLS hello then fails as a bad frame). After the first read the connection is an
+ordinary one: the sniffer hands the transport to the connection's protocol for good.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import ssl
+from asyncio import sslproto
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Final, cast
 
 __all__ = ["HANDSHAKE_MAGIC", "TlsSniffer", "client_context", "server_context"]
 
@@ -25,7 +24,7 @@ log = logging.getLogger("rocketq.remoting")
 HANDSHAKE_MAGIC: Final = 0x16
 # A connection that says nothing for this long is closed before it is served at all.
 FIRST_BYTE_TIMEOUT: Final = 30.0
-HANDSHAKE_TIMEOUT: Final = 10.0
+HANDSHAKE_TIMEOUT: Final = 10
 
 
 def server_context(
@@ -72,7 +71,12 @@ def client_context(
 
 class TlsSniffer(asyncio.Protocol):
     """The first protocol of every accepted connection on a TLS-capable port: decides TLS or
-    plain from the first byte, then hands the connection to ``make_protocol()``'s protocol."""
+    plain from the first byte the peer sends, then hands the connection over for good.
+
+    For TLS it puts asyncio's own TLS protocol (``asyncio.sslproto.SSLProtocol``, what
+    ``loop.start_tls`` uses) in its place and feeds it the bytes already read: the decision needs
+    the first read, and ``start_tls`` cannot be given bytes that were read before it.
+    """
 
     def __init__(self, make_protocol: Callable[[], asyncio.Protocol], ctx: ssl.SSLContext,
                  enforcing: bool) -> None:
@@ -80,83 +84,69 @@ class TlsSniffer(asyncio.Protocol):
         self._ctx = ctx
         self._enforcing = enforcing
         self._transport: asyncio.Transport | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport = cast(asyncio.Transport, transport)
-        self._transport = transport
-        transport.pause_reading()
-        self._task = asyncio.get_running_loop().create_task(self._decide(transport))
+        self._transport = cast(asyncio.Transport, transport)
+        self._timer = asyncio.get_running_loop().call_later(FIRST_BYTE_TIMEOUT, self._silent)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-
-    def data_received(self, data: bytes) -> None:  # reading is paused until the decision
-        log.warning("data before the TLS decision from %s, closing", transport_peer(self._transport))
+    def _silent(self) -> None:
         if self._transport is not None:
+            log.info("connection from %s sent nothing for %ss, closed", transport_peer(self._transport),
+                     FIRST_BYTE_TIMEOUT)
             self._transport.close()
 
-    async def _decide(self, transport: asyncio.Transport) -> None:
-        peer = transport_peer(transport)
-        try:
-            first = await asyncio.wait_for(_peek(transport), FIRST_BYTE_TIMEOUT)
-        except (TimeoutError, OSError) as e:
-            log.info("connection from %s closed before its first byte: %s", peer, e or "timeout")
-            transport.close()
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def data_received(self, data: bytes) -> None:
+        transport = self._transport
+        if transport is None or not data:
             return
-        protocol = self._make()
-        if first == HANDSHAKE_MAGIC:
-            loop = asyncio.get_running_loop()
-            try:
-                tls = await loop.start_tls(transport, protocol, self._ctx, server_side=True,
-                                           ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
-            except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
-                log.warning("TLS handshake with %s failed: %s", peer, e)
-                transport.close()
-                return
-            if tls is None:
-                transport.close()
-                return
-            protocol.connection_made(tls)
+        self._transport = None  # decided: this object is out of the path from here on
+        if self._timer is not None:
+            self._timer.cancel()
+        if data[0] == HANDSHAKE_MAGIC:
+            self._start_tls(transport, data)
             return
         if self._enforcing:
             log.warning("Clients intend to establish an insecure connection while this server is "
-                        "running in SSL enforcing mode: %s closed", peer)
+                        "running in SSL enforcing mode: %s closed", transport_peer(transport))
             transport.close()
             return
+        protocol = self._make()
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
-        transport.resume_reading()
+        protocol.data_received(data)
+
+    def _start_tls(self, transport: asyncio.Transport, data: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        handshake: asyncio.Future[None] = loop.create_future()
+        peer = transport_peer(transport)
+        handshake.add_done_callback(lambda f: _handshake_done(f, peer))
+        tls = sslproto.SSLProtocol(loop, self._make(), self._ctx, handshake, server_side=True,
+                                   ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        view = tls.get_buffer(len(data))
+        n = min(len(view), len(data))
+        view[:n] = data[:n]
+        tls.buffer_updated(n)
+        rest = data[n:]
+        while rest:  # a hello larger than the protocol's buffer: the rest in further pieces
+            view = tls.get_buffer(len(rest))
+            n = min(len(view), len(rest))
+            view[:n] = rest[:n]
+            tls.buffer_updated(n)
+            rest = rest[n:]
+
+
+def _handshake_done(fut: asyncio.Future[None], peer: str) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        log.warning("TLS handshake with %s failed: %s", peer, fut.exception())
 
 
 def transport_peer(transport: asyncio.BaseTransport | None) -> str:
     peer = transport.get_extra_info("peername") if transport is not None else None
     return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-
-
-async def _peek(transport: asyncio.Transport) -> int:
-    """The first byte the peer sent, left in the socket; -1 when it closed without a byte."""
-    raw: Any = transport.get_extra_info("socket")
-    loop = asyncio.get_running_loop()
-    # A duplicate descriptor: ours to watch and close; the transport keeps its own.
-    sock = socket.socket(fileno=os.dup(raw.fileno()))
-    try:
-        sock.setblocking(False)
-        ready: asyncio.Future[None] = loop.create_future()
-
-        def readable() -> None:
-            if not ready.done():
-                ready.set_result(None)
-
-        loop.add_reader(sock.fileno(), readable)
-        try:
-            await ready
-        finally:
-            loop.remove_reader(sock.fileno())
-        data = sock.recv(1, socket.MSG_PEEK)
-        if not data:
-            raise ConnectionResetError("closed")
-        return data[0]
-    finally:
-        sock.close()
