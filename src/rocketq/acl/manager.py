@@ -24,12 +24,14 @@ from rocketq.acl.model import (
     AclRules,
     check_resource_perms,
 )
-from rocketq.acl.resource import parse_request
+from rocketq.acl.resource import parse_request, remote_ip
 from rocketq.codec.command import RemotingCommand
 
 __all__ = ["PlainPermissionManager", "load_rules"]
 
 log = logging.getLogger("rocketq.acl")
+
+_IP_CACHE_MAX = 65536
 
 # PlainAccessConfig's members, in the order Java writes them.
 ACCOUNT_KEYS = ("accessKey", "secretKey", "whiteRemoteAddress", "admin", "defaultTopicPerm",
@@ -69,6 +71,7 @@ class PlainPermissionManager:
         self.rules = AclRules()
         self._data: dict[str, Any] = {}
         self._stamp: tuple[int, int] | None = None
+        self._ips: dict[str, str] = {}  # "ip:port" -> ip, for the channels seen
         self.reload()
 
     # -- the file ---------------------------------------------------------------------------------
@@ -106,7 +109,12 @@ class PlainPermissionManager:
 
     def validate(self, cmd: RemotingCommand, remote_addr: str) -> None:
         """Raise ``AclError`` (NO_PERMISSION with Java's remark) when ``cmd`` may not pass."""
-        self.rules.check(parse_request(cmd, remote_addr))
+        ip = self._ips.get(remote_addr)
+        if ip is None:
+            if len(self._ips) >= _IP_CACHE_MAX:
+                self._ips.clear()
+            ip = self._ips[remote_addr] = remote_ip(remote_addr)
+        self.rules.check(parse_request(cmd, remote_addr, ip))
 
     def check(self, req: AccessRequest) -> None:
         self.rules.check(req)

@@ -14,8 +14,9 @@ from typing import Any, Final
 
 from rocketq.acl.address import AddressMatcher, address_matcher
 from rocketq.acl.errors import AclError
-from rocketq.acl.signature import cal_signature
+from rocketq.acl.signature import HmacSha1
 from rocketq.codec.codes import RequestCode
+from rocketq.codec.command import Body
 
 __all__ = [
     "ADMIN_CODES",
@@ -130,7 +131,7 @@ class PlainAccount:
     # topic -> perm, and %RETRY%group -> perm (groups are kept as their retry topic, as Java does)
     perms: Mapping[str, int] = field(default_factory=dict)
     white: AddressMatcher = field(default=address_matcher(None), repr=False, compare=False)
-    secret: bytes = field(default=b"", repr=False, compare=False)
+    mac: HmacSha1 = field(default=HmacSha1(b""), repr=False, compare=False)
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> PlainAccount:
@@ -152,7 +153,7 @@ class PlainAccount:
             default_group_perm=parse_perm(_text(raw.get("defaultGroupPerm"))),
             perms=perms,
             white=address_matcher(white),
-            secret=sk.encode(),
+            mac=HmacSha1(sk.encode()),
         )
 
 
@@ -164,7 +165,9 @@ class AccessRequest:
     remote_ip: str
     access_key: str | None = None
     signature: str | None = None
-    content: bytes = b""
+    # what was signed: the sorted ext-field values (signature.signed_head), then the body
+    head: bytes = b""
+    body: Body = b""
     # resource (topic, or %RETRY%group for a group) -> the permission needed
     needs: dict[str, int] = field(default_factory=dict)
 
@@ -194,27 +197,31 @@ class AclRules:
     def authenticate(self, req: AccessRequest) -> PlainAccount | None:
         """Who sent ``req``: None for a globally white-listed peer, else its account (whose
         signature was checked unless the account's own white list matched); ``AclError`` if nobody."""
+        return self._authenticate(req)[0]
+
+    def _authenticate(self, req: AccessRequest) -> tuple[PlainAccount | None, bool]:
+        """(account, whether a white list let it in without its signature)."""
         ip = req.remote_ip
         for white in self.global_white:
             if white(ip):
-                return None
+                return None, True
         ak = req.access_key
         if ak is None:
             raise AclError("No accessKey is configured")
         owned = self.accounts.get(ak)
         if owned is None:
             raise AclError(f"No acl config for {ak}")
-        if owned.white(ip):
-            return owned
-        signature = cal_signature(req.content, owned.secret)
+        if owned.white_remote_address and owned.white(ip):
+            return owned, True
+        signature = owned.mac.sign(req.head, req.body)
         if req.signature is None or not hmac.compare_digest(signature, req.signature):
             raise AclError(f"Check signature failed for accessKey={ak}")
-        return owned
+        return owned, False
 
     def check(self, req: AccessRequest) -> None:
         """PlainPermissionManager.validate: return to let the request through, raise to refuse."""
-        owned = self.authenticate(req)
-        if owned is None or owned.white(req.remote_ip):
+        owned, white = self._authenticate(req)
+        if white or owned is None:
             return
         if req.needs.get(TRACE_TOPIC) == PUB:
             return

@@ -12,7 +12,7 @@ from typing import Final
 
 from rocketq.acl.errors import AclError
 from rocketq.acl.model import PUB, RETRY_PREFIX, SUB, AccessRequest, retry_topic
-from rocketq.acl.signature import ACCESS_KEY, SIGNATURE, request_content
+from rocketq.acl.signature import ACCESS_KEY, SIGNATURE, signed_head
 from rocketq.codec.bodies.client import HeartbeatData
 from rocketq.codec.codes import RequestCode
 from rocketq.codec.command import RemotingCommand
@@ -55,7 +55,9 @@ def _group(key: str) -> Callable[[dict[str, str], RemotingCommand, Needs], None]
 
 def _pull(ext: dict[str, str], cmd: RemotingCommand, needs: Needs) -> None:
     _put(needs, ext.get("topic"), SUB)
-    _group("consumerGroup")(ext, cmd, needs)
+    group = ext.get("consumerGroup")
+    if group is not None:
+        needs[RETRY_PREFIX + group] = SUB
 
 
 def _query(ext: dict[str, str], cmd: RemotingCommand, needs: Needs) -> None:
@@ -63,7 +65,9 @@ def _query(ext: dict[str, str], cmd: RemotingCommand, needs: Needs) -> None:
 
 
 def _offset(ext: dict[str, str], cmd: RemotingCommand, needs: Needs) -> None:
-    _group("consumerGroup")(ext, cmd, needs)
+    group = ext.get("consumerGroup")
+    if group is not None:
+        needs[RETRY_PREFIX + group] = SUB
     _put(needs, ext.get("topic"), SUB)
 
 
@@ -90,9 +94,10 @@ _NEEDS: Final[dict[int, Callable[[dict[str, str], RemotingCommand, Needs], None]
 }
 
 
-def parse_request(cmd: RemotingCommand, remote_addr: str) -> AccessRequest:
-    """What ``cmd`` from ``remote_addr`` needs; ``AclError`` when its header or body is unreadable."""
-    req = AccessRequest(cmd.code, remote_ip(remote_addr))
+def parse_request(cmd: RemotingCommand, remote_addr: str, ip: str | None = None) -> AccessRequest:
+    """What ``cmd`` from ``remote_addr`` needs (``ip``: its host part, when the caller knows it);
+    ``AclError`` when its header or body is unreadable."""
+    req = AccessRequest(cmd.code, remote_ip(remote_addr) if ip is None else ip)
     ext = cmd.fields()
     if ext is None:
         return req  # a white-listed peer may still pass
@@ -104,5 +109,6 @@ def parse_request(cmd: RemotingCommand, remote_addr: str) -> AccessRequest:
             need(ext, cmd, req.needs)
         except Exception as e:
             raise AclError(str(e) or type(e).__name__) from None
-    req.content = request_content(ext, cmd.body)
+    req.head = signed_head(ext)
+    req.body = cmd.body
     return req

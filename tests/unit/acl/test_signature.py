@@ -14,6 +14,7 @@ from rocketq.acl import (
     request_content,
 )
 from rocketq.acl.errors import AclError
+from rocketq.acl.signature import HmacSha1
 from rocketq.codec.command import RemotingCommand, decode_header, encode_json_header
 
 # printf 'RocketMQgtopicAxhello' | openssl dgst -sha1 -hmac 12345678 -binary | base64
@@ -71,3 +72,14 @@ def test_credentials_never_show_their_secret() -> None:
     assert "very-secret-value" not in repr(RequestSigner(creds))
     with pytest.raises(ValueError):
         SessionCredentials("", "x")
+
+
+@pytest.mark.parametrize("key", [b"", b"k", b"12345678", b"x" * 64, b"y" * 65, "sécret".encode()])
+@pytest.mark.parametrize("body", [b"", b"body", [b"pi", memoryview(b"eces")]])
+def test_the_precomputed_hmac_is_hmac_sha1(key: bytes, body: object) -> None:
+    import base64
+    import hmac
+
+    whole = body if isinstance(body, bytes) else b"".join(bytes(p) for p in body)  # type: ignore[attr-defined]
+    expected = base64.b64encode(hmac.digest(key, b"head" + whole, "sha1")).decode()
+    assert HmacSha1(key).sign(b"head", body) == expected  # type: ignore[arg-type]
