@@ -27,6 +27,7 @@ COMMON: Final[dict[str, str]] = {
     "PullResult": _MESSAGE,
     "PullStatus": _MESSAGE,
     "ClientConfig": "rocketq.client.config",
+    "SessionCredentials": "rocketq.acl.signature",
     "ServiceState": "rocketq.client.config",
     "ProducerConfig": _PRODUCER,
     "MessageQueueSelector": _PRODUCER,
