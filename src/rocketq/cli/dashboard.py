@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import logging
 import os
 import signal
@@ -46,19 +47,58 @@ def add_command(commands: Any) -> None:
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                    help="log level on stderr (default: INFO)")
+    p.add_argument("--users", metavar="FILE",
+                   help="require a sign-in: users, password hashes and roles (admin, read-only) in "
+                        "this YAML file (docs/dashboard.md)")
+    p.add_argument("--hash-password", action="store_true",
+                   help="read a password from the terminal, print its hash for --users, and exit")
+    p.add_argument("--access-key", metavar="AK",
+                   help="the ACL account the dashboard acts as (default: env ROCKETQ_ACCESS_KEY)")
+    p.add_argument("--secret-key", metavar="SK", help="its secret (default: env ROCKETQ_SECRET_KEY)")
     p.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if args.hash_password:
+        from rocketq.dashboard.auth import hash_password
+
+        password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+        if not password:
+            raise UsageError("an empty password")
+        print(hash_password(password))
+        return 0
     if not args.namesrv_addr:
         raise UsageError("no name server given: use -n host:port or set NAMESRV_ADDR")
     from rocketq.remoting.loop import new_event_loop
 
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(run_dashboard(args.namesrv_addr, args.host, args.port, args.timeout, sys.stdout))
+        return runner.run(run_dashboard(args.namesrv_addr, args.host, args.port, args.timeout, sys.stdout,
+                                        users=_users(args.users), credentials=_credentials(args)))
 
 
-async def run_dashboard(namesrv: str, host: str, port: int, timeout: float, out: TextIO) -> int:
+def _users(path: str | None) -> Any:
+    if not path:
+        return None
+    from rocketq.dashboard.auth import load_users
+
+    return load_users(path)
+
+
+def _credentials(args: argparse.Namespace) -> Any:
+    ak = args.access_key or os.environ.get("ROCKETQ_ACCESS_KEY")
+    sk = args.secret_key or os.environ.get("ROCKETQ_SECRET_KEY")
+    if not ak and not sk:
+        return None
+    if not ak or not sk:
+        raise UsageError("an access key needs its secret key (--access-key/--secret-key or "
+                         "ROCKETQ_ACCESS_KEY/ROCKETQ_SECRET_KEY)")
+    from rocketq.acl import SessionCredentials
+
+    return SessionCredentials(ak, sk)
+
+
+async def run_dashboard(namesrv: str, host: str, port: int, timeout: float, out: TextIO, *,
+                        users: Any = None, credentials: Any = None) -> int:
     """Serve until a signal, announcing READY on ``out``."""
     try:
         from rocketq.dashboard import start_dashboard
@@ -66,7 +106,8 @@ async def run_dashboard(namesrv: str, host: str, port: int, timeout: float, out:
         raise CliError(f"the dashboard needs aiohttp ({exc}): pip install 'rocketq[dashboard]'") from None
 
     try:
-        server = await start_dashboard(namesrv, host, port, timeout=timeout)
+        server = await start_dashboard(namesrv, host, port, timeout=timeout, users=users,
+                                       credentials=credentials)
     except OSError as exc:
         raise CliError(f"the dashboard failed to start on {host}:{port}: {exc.strerror or exc}") from None
     stop = asyncio.Event()

@@ -17,8 +17,10 @@ from typing import Any
 
 from aiohttp import web
 
+from rocketq.acl.signature import SessionCredentials
 from rocketq.admin import AdminClient
 from rocketq.dashboard import broker, dlq, manage, pages, producers, trace
+from rocketq.dashboard.auth import SESSIONS_KEY, DashboardUser, Sessions, auth_middleware
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, TPS_CHART_PATH, TPS_JS, page
 from rocketq.errors import (
     InvalidArgument,
@@ -211,10 +213,19 @@ async def _reset(request: web.Request, admin: AdminClient) -> str:
     return await pages.reset_offset(admin, await _form(request))
 
 
-def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.Application:
+def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None,
+              users: dict[str, DashboardUser] | None = None) -> web.Application:
     """The aiohttp application over a started ``admin``; ``allowed_hosts`` are the accepted
-    ``host:port`` Host headers (empty: any)."""
-    app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024)
+    ``host:port`` Host headers (empty: any); ``users``: sign-in required (dashboard/auth.py)."""
+    middlewares: list[Any] = [_guard]
+    if users:
+        middlewares.append(auth_middleware)
+    app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
+    if users:
+        app[SESSIONS_KEY] = Sessions(users)
+        app.router.add_get("/login", _unreachable)  # answered by auth_middleware
+        app.router.add_post("/login", _unreachable)
+        app.router.add_post("/logout", _unreachable)
     app[ADMIN_KEY] = admin
     app[HOSTS_KEY] = allowed_hosts or set()
     app.router.add_get("/", _page("Cluster", _cluster))
@@ -246,6 +257,10 @@ def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None) -> web.
     return app
 
 
+async def _unreachable(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPNotFound()
+
+
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
@@ -270,10 +285,12 @@ class DashboardServer:
 
 
 async def start_dashboard(
-    namesrv_addr: str | None, host: str = "127.0.0.1", port: int = 0, *, timeout: float = 5.0
+    namesrv_addr: str | None, host: str = "127.0.0.1", port: int = 0, *, timeout: float = 5.0,
+    users: dict[str, DashboardUser] | None = None, credentials: SessionCredentials | None = None,
 ) -> DashboardServer:
-    """Serve the dashboard on ``host:port`` (0: a free port) over the name servers ``namesrv_addr``."""
-    admin = AdminClient(namesrv_addr, timeout=timeout)
+    """Serve the dashboard on ``host:port`` (0: a free port) over the name servers ``namesrv_addr``;
+    ``users``: a sign-in is required; ``credentials``: the ACL account the dashboard acts as."""
+    admin = AdminClient(namesrv_addr, timeout=timeout, credentials=credentials)
     await admin.start()
     try:
         # Our own socket, so the port is known before serving (port 0) and the bind error is ours.
@@ -288,7 +305,7 @@ async def start_dashboard(
         hosts.add(f"localhost:{bound_port}")
     elif host in ("0.0.0.0", "::", ""):
         hosts = set()  # reachable under any of the machine's names: no Host check to make
-    runner = web.AppRunner(build_app(admin, hosts), access_log=None, handle_signals=False)
+    runner = web.AppRunner(build_app(admin, hosts, users), access_log=None, handle_signals=False)
     try:
         await runner.setup()
         await web.SockSite(runner, sock).start()
