@@ -214,3 +214,41 @@ async def test_the_route_hijack_is_refused(cluster: Cluster) -> None:
         assert response.code == ResponseCode.NO_PERMISSION
         assert "registered by another identity" in (response.remark or "")
         assert await get_route(rc, cluster.namesrv, "HijackT") is None
+
+
+def test_acl_2_users_and_policies(cluster: Cluster, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """ACL 2.0 beside 1.0: a 1.0 admin creates a user and its policy with `rocketq admin`, the user
+    sends where its policy allows and is refused elsewhere; a normal user manages no users."""
+    admin = AdminRun(capsys, cluster.namesrv)
+    b = ["-b", cluster.broker]
+    as_app = ["--access-key", APP.access_key, "--secret-key", APP.secret_key]
+    assert "Need admin permission for request code=3001" in admin.fails(
+        "createUser", *b, "-u", "alice2", "-p", "alicePassword", *as_app)
+    monkeypatch.setenv("ROCKETQ_ACCESS_KEY", ADMIN.access_key)
+    monkeypatch.setenv("ROCKETQ_SECRET_KEY", ADMIN.secret_key)
+    admin.json("createUser", *b, "-u", "alice2", "-p", "alicePassword")
+    admin.json("createAcl", *b, "-s", "User:alice2", "-r", f"Topic:{TOPIC}", "-a", "Pub")
+    shown = admin.json("getUser", *b, "-u", "alice2")[cluster.broker]
+    assert shown == {"username": "alice2", "userType": "Normal", "userStatus": "enable"}
+    policy = admin.json("getAcl", *b, "-s", "User:alice2")[cluster.broker]
+    assert policy["policies"][0]["entries"][0]["resource"] == f"Topic:{TOPIC}"
+    alice = SessionCredentials("alice2", "alicePassword")
+
+    async def send_as(creds: SessionCredentials, topic: str) -> RemotingCommand:
+        async with signed(creds) as rc:
+            return await send_message(rc, cluster.broker, topic, b"v2", queue_id=0)
+
+    assert asyncio.run(send_as(alice, TOPIC)).code == ResponseCode.SUCCESS
+    refused = asyncio.run(send_as(alice, "SubOnlyTopic"))
+    assert refused.code == ResponseCode.NO_PERMISSION
+    assert refused.remark == ("User:alice2 has no permission to access Topic:SubOnlyTopic from 127.0.0.1, "
+                              "no matched policies.")
+    wrong = asyncio.run(send_as(SessionCredentials("alice2", "notHerPassword"), TOPIC))
+    assert (wrong.code, wrong.remark) == (ResponseCode.NO_PERMISSION, "check signature failed.")
+    admin.json("updateAcl", *b, "-s", "User:alice2", "-r", f"Topic:{TOPIC}", "-a", "Pub", "-d", "Deny")
+    assert asyncio.run(send_as(alice, TOPIC)).code == ResponseCode.NO_PERMISSION
+    assert [u["username"] for u in admin.json("listUser", *b)[cluster.broker]] == ["alice2"]
+    admin.json("deleteUser", *b, "-u", "alice2")
+    gone = asyncio.run(send_as(alice, TOPIC))
+    assert gone.code == ResponseCode.NO_PERMISSION and "No acl config for alice2" in (gone.remark or "")

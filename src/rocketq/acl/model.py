@@ -56,6 +56,7 @@ ADMIN_CODES: Final = frozenset({
     51,  # DELETE_ACL_CONFIG
     53,  # UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
     54,  # GET_BROKER_CLUSTER_ACL_CONFIG: its answer holds every secret
+    *range(3001, 3011),  # ACL 2.0's AUTH_CREATE_USER .. AUTH_LIST_ACL
 })
 
 _PERMS: Final = {"PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB, "DENY": DENY}

@@ -11,7 +11,7 @@ import orjson
 from rocketq.admin._base import AdminBase
 from rocketq.codec.codes import RequestCode
 
-__all__ = ["AclAdmin"]
+__all__ = ["AclAdmin", "AuthAdmin"]
 
 
 def _text(value: object) -> str:
@@ -52,3 +52,59 @@ class AclAdmin(AdminBase):
         response = await self._call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
         data: dict[str, Any] = orjson.loads(response.body_bytes() or b"{}")
         return data
+
+
+class AuthAdmin(AdminBase):
+    """ACL 2.0 (RocketMQ 5.3): users and their ACLs on one broker (codes 3001-3010)."""
+
+    async def _auth(self, addr: str, code: int, ext: dict[str, str], body: object = None) -> Any:
+        payload = b"" if body is None else orjson.dumps(body)
+        response = await self._call(addr, code, {k: v for k, v in ext.items() if v}, payload)
+        raw = response.body_bytes()
+        return orjson.loads(raw) if raw else None
+
+    async def create_user(self, addr: str, username: str, password: str, user_type: str = "Normal") -> None:
+        """AUTH_CREATE_USER: UserInfo {username, password, userType (Super/Normal)}."""
+        await self._auth(addr, RequestCode.AUTH_CREATE_USER, {"username": username},
+                         {"username": username, "password": password, "userType": user_type})
+
+    async def update_user(self, addr: str, username: str, *, password: str | None = None,
+                          user_type: str | None = None, user_status: str | None = None) -> None:
+        """AUTH_UPDATE_USER: the members given change, the others stay."""
+        await self._auth(addr, RequestCode.AUTH_UPDATE_USER, {"username": username},
+                         {"username": username, "password": password, "userType": user_type,
+                          "userStatus": user_status})
+
+    async def delete_user(self, addr: str, username: str) -> None:
+        await self._auth(addr, RequestCode.AUTH_DELETE_USER, {"username": username})
+
+    async def get_user(self, addr: str, username: str) -> dict[str, Any]:
+        """AUTH_GET_USER: username, userType, userStatus (never the password)."""
+        result: dict[str, Any] = await self._auth(addr, RequestCode.AUTH_GET_USER, {"username": username})
+        return result
+
+    async def list_user(self, addr: str, filter: str = "") -> list[dict[str, Any]]:
+        return list(await self._auth(addr, RequestCode.AUTH_LIST_USER, {"filter": filter}) or [])
+
+    async def create_acl(self, addr: str, subject: str, resources: Iterable[str], actions: Iterable[str],
+                         decision: str = "Allow", source_ips: Iterable[str] = (), *,
+                         update: bool = False) -> None:
+        """AUTH_CREATE_ACL (or AUTH_UPDATE_ACL): one CUSTOM entry per resource, all with
+        ``actions``, ``decision`` and ``source_ips`` (mqadmin's createAcl -r a,b -a Pub,Sub)."""
+        entries = [{"resource": r, "actions": list(actions), "sourceIps": list(source_ips),
+                    "decision": decision} for r in resources]
+        info = {"subject": subject, "policies": [{"policyType": "CUSTOM", "entries": entries}]}
+        code = RequestCode.AUTH_UPDATE_ACL if update else RequestCode.AUTH_CREATE_ACL
+        await self._auth(addr, code, {"subject": subject}, info)
+
+    async def delete_acl(self, addr: str, subject: str, resource: str | None = None) -> None:
+        """AUTH_DELETE_ACL: the entries of ``resource``, or the subject's whole ACL."""
+        await self._auth(addr, RequestCode.AUTH_DELETE_ACL, {"subject": subject, "resource": resource or ""})
+
+    async def get_acl(self, addr: str, subject: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._auth(addr, RequestCode.AUTH_GET_ACL, {"subject": subject})
+        return result
+
+    async def list_acl(self, addr: str, subject_filter: str = "", resource_filter: str = "") -> list[Any]:
+        return list(await self._auth(addr, RequestCode.AUTH_LIST_ACL, {
+            "subjectFilter": subject_filter, "resourceFilter": resource_filter}) or [])

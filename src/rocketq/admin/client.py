@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocketq.admin.acl import AclAdmin
+from rocketq.admin.acl import AclAdmin, AuthAdmin
 from rocketq.admin.brokers import BrokerAdmin
 from rocketq.admin.groups import GroupAdmin
 from rocketq.admin.messages import MessageAdmin
@@ -38,7 +38,7 @@ NOT_CONSUME_YET = "NOT_CONSUME_YET"
 UNKNOWN = "UNKNOWN"
 
 
-class AdminClient(TopicAdmin, GroupAdmin, MessageAdmin, BrokerAdmin, TraceAdmin, AclAdmin):
+class AdminClient(TopicAdmin, GroupAdmin, MessageAdmin, BrokerAdmin, TraceAdmin, AclAdmin, AuthAdmin):
     """Every admin operation, over one connection per server (made on first use).
 
     ``AdminClient(namesrv_addr=None, *, timeout=5.0)``: ``namesrv_addr`` is ``"host:port;host:port"``

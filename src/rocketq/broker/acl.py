@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from rocketq.acl import PlainPermissionManager, RequestSigner, SessionCredentials
+from rocketq.acl import PlainPermissionManager, RequestSigner, SessionCredentials, parse_request
 from rocketq.acl.errors import AclError
+from rocketq.acl.signature import ACCESS_KEY
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.remoting.channel import Channel
@@ -40,11 +41,27 @@ class AclService:
     """One server's ACL: validate each request, reload the file when it changes."""
 
     def __init__(self, path: Path) -> None:
+        from rocketq.broker.auth2 import Auth2Store
+
         self.manager = PlainPermissionManager(path)
+        # ACL 2.0's users and ACLs, beside the 1.0 file (broker/auth2.py)
+        self.auth2 = Auth2Store(path.with_name("acl2.json"))
         if not path.exists():
             log.warning("aclEnable=true but %s does not exist: only white-listed peers get in", path)
 
     def validate(self, request: RemotingCommand, channel: Channel) -> None:
+        """A 1.0 account of plain_acl.yml is checked as 1.0; a 2.0 user (a name no 1.0 account
+        has) as 2.0; anything else is refused by the 1.0 rules (with their remarks)."""
+        users = self.auth2.rules.users
+        if users:
+            fields = request.fields()
+            ak = fields.get(ACCESS_KEY) if fields else None
+            if ak is not None and ak in users and ak not in self.manager.rules.accounts:
+                addr = channel.remote_address
+                req = parse_request(request, addr)
+                rules = self.auth2.rules
+                rules.authorize(rules.authenticate(req), request, req.remote_ip)
+                return
         self.manager.validate(request, channel.remote_address)
 
     def reload_if_changed(self) -> None:

@@ -70,6 +70,9 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     from rocketq.broker.acl import AclAdminProcessor
 
     acl = AclAdminProcessor(ctl)
+    from rocketq.broker.auth2 import Auth2AdminProcessor
+
+    auth2 = Auth2AdminProcessor(ctl)
 
     table: list[tuple[int, Any]] = [
         # producers
@@ -137,6 +140,17 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
         (C.GET_BROKER_CLUSTER_ACL_INFO, acl.get_broker_cluster_acl_info),
         (C.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, acl.update_global_white_addrs),
         (C.GET_BROKER_CLUSTER_ACL_CONFIG, acl.get_broker_cluster_acl_config),
+        # ACL 2.0 administration (broker/auth2.py)
+        (C.AUTH_CREATE_USER, auth2.create_user),
+        (C.AUTH_UPDATE_USER, auth2.update_user),
+        (C.AUTH_DELETE_USER, auth2.delete_user),
+        (C.AUTH_GET_USER, auth2.get_user),
+        (C.AUTH_LIST_USER, auth2.list_user),
+        (C.AUTH_CREATE_ACL, auth2.create_acl),
+        (C.AUTH_UPDATE_ACL, auth2.update_acl),
+        (C.AUTH_DELETE_ACL, auth2.delete_acl),
+        (C.AUTH_GET_ACL, auth2.get_acl),
+        (C.AUTH_LIST_ACL, auth2.list_acl),
     ]
     if ctl.replication is not None:
         table.append((C.GET_BROKER_HA_STATUS, ctl.replication.get_broker_ha_status))

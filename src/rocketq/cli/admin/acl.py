@@ -1,13 +1,15 @@
-"""ACL commands: updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr, clusterAclConfigVersion
-(mqadmin's names and option letters). Each goes to one broker (-b) or every master of a cluster
-(-c); brokers keep their own plain_acl.yml, so a cluster-wide change is one request per broker."""
+"""ACL commands with mqadmin's names and letters: updateAclConfig, deleteAclConfig,
+updateGlobalWhiteAddr, clusterAclConfigVersion (ACL 1.0), and createUser .. listAcl (ACL 2.0,
+RocketMQ 5.3). Each goes to one broker (-b) or every master of a cluster (-c); brokers keep their
+own ACL files, so a cluster-wide change is one request per broker."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from rocketq.cli.admin._common import Adder, Result, bool_arg, cell, table
+from rocketq.cli.admin._common import Adder, Result, bool_arg, cell, kv_table, table
 from rocketq.cli.admin.cluster import _brokers, _target
 from rocketq.cli.errors import UsageError
 
@@ -39,6 +41,48 @@ def register(add: Adder) -> None:
 
     p = add("clusterAclConfigVersion", cluster_acl_config_version, "Show brokers' ACL file versions")
     _target(p, "every master of the cluster")
+    _register_v2(add)
+
+
+def _register_v2(add: Adder) -> None:
+    """ACL 2.0 (RocketMQ 5.3's mqadmin createUser .. listAcl)."""
+    for name, handler, text in (("createUser", create_user, "Create an ACL 2.0 user"),
+                                ("updateUser", update_user, "Update an ACL 2.0 user")):
+        p = add(name, handler, text)
+        _target(p, "every master of the cluster")
+        p.add_argument("-u", "--username", required=True)
+        p.add_argument("-p", "--password", required=name == "createUser")
+        p.add_argument("-t", "--userType", dest="user_type", help="Super or Normal (default Normal)")
+        if name == "updateUser":
+            p.add_argument("-s", "--userStatus", dest="user_status", help="enable or disable")
+    for name, handler, text in (("deleteUser", delete_user, "Delete an ACL 2.0 user and its ACL"),
+                                ("getUser", get_user, "Show an ACL 2.0 user")):
+        p = add(name, handler, text)
+        _target(p, "every master of the cluster")
+        p.add_argument("-u", "--username", required=True)
+    p = add("listUser", list_user, "List ACL 2.0 users")
+    _target(p, "every master of the cluster")
+    p.add_argument("-f", "--filter", default="", help="only user names containing this")
+    for name, handler, text in (("createAcl", create_acl, "Create a user's ACL 2.0 policy"),
+                                ("updateAcl", update_acl, "Update a user's ACL 2.0 policy")):
+        p = add(name, handler, text)
+        _target(p, "every master of the cluster")
+        p.add_argument("-s", "--subject", required=True, help="User:<name>")
+        p.add_argument("-r", "--resources", required=True, help="Topic:orders,Group:g-*,Topic:*,*")
+        p.add_argument("-a", "--actions", required=True, help="Pub,Sub,Create,Update,Delete,Get,List,All")
+        p.add_argument("-i", "--sourceIp", dest="source_ip", default="", help="192.168.0.*,10.0.0.1")
+        p.add_argument("-d", "--decision", default="Allow", help="Allow or Deny (default Allow)")
+    p = add("deleteAcl", delete_acl, "Delete a user's ACL 2.0 policy (or one resource of it)")
+    _target(p, "every master of the cluster")
+    p.add_argument("-s", "--subject", required=True, help="User:<name>")
+    p.add_argument("-r", "--resources", default="", help="only this resource's entries")
+    p = add("getAcl", get_acl, "Show a user's ACL 2.0 policy")
+    _target(p, "every master of the cluster")
+    p.add_argument("-s", "--subject", required=True, help="User:<name>")
+    p = add("listAcl", list_acl, "List ACL 2.0 policies")
+    _target(p, "every master of the cluster")
+    p.add_argument("-s", "--subject", default="", help="only subjects containing this")
+    p.add_argument("-r", "--resource", default="", help="only policies with a resource containing this")
 
 
 async def _targets(admin: AdminClient, args: argparse.Namespace, name: str) -> list[str]:
@@ -90,3 +134,61 @@ async def cluster_acl_config_version(admin: AdminClient, args: argparse.Namespac
                      version.get("counter"), version.get("timestamp")))
     return Result(data, [table(("#Cluster Name", "#Broker Name", "#Broker Addr", "#Counter", "#Timestamp"),
                                rows)])
+
+
+def _split(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+async def _each(admin: AdminClient, args: argparse.Namespace, name: str,
+                call: Callable[[str], Awaitable[Any]]) -> Result:
+    addrs = await _targets(admin, args, name)
+    results = {addr: await call(addr) for addr in addrs}
+    if all(v is None for v in results.values()):
+        return Result({"brokers": addrs}, [cell(f"{name} to {a} success.") for a in addrs])
+    views = [kv_table(v, a) if isinstance(v, dict) else cell(f"{a}: {v}") for a, v in results.items()]
+    return Result(results, views)
+
+
+async def create_user(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "createUser", lambda a: admin.create_user(
+        a, args.username, args.password, args.user_type or "Normal"))
+
+
+async def update_user(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "updateUser", lambda a: admin.update_user(
+        a, args.username, password=args.password, user_type=args.user_type, user_status=args.user_status))
+
+
+async def delete_user(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "deleteUser", lambda a: admin.delete_user(a, args.username))
+
+
+async def get_user(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "getUser", lambda a: admin.get_user(a, args.username))
+
+
+async def list_user(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "listUser", lambda a: admin.list_user(a, args.filter))
+
+
+async def create_acl(admin: AdminClient, args: argparse.Namespace, update: bool = False) -> Result:
+    return await _each(admin, args, "updateAcl" if update else "createAcl", lambda a: admin.create_acl(
+        a, args.subject, _split(args.resources), _split(args.actions), args.decision,
+        _split(args.source_ip), update=update))
+
+
+async def update_acl(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await create_acl(admin, args, update=True)
+
+
+async def delete_acl(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "deleteAcl", lambda a: admin.delete_acl(a, args.subject, args.resources))
+
+
+async def get_acl(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "getAcl", lambda a: admin.get_acl(a, args.subject))
+
+
+async def list_acl(admin: AdminClient, args: argparse.Namespace) -> Result:
+    return await _each(admin, args, "listAcl", lambda a: admin.list_acl(a, args.subject, args.resource))
