@@ -17,6 +17,7 @@ import signal
 import sys
 from typing import Any, TextIO
 
+from rocketq.cli.credentials import session_credentials
 from rocketq.cli.errors import CliError, UsageError
 
 __all__ = ["add_command", "run_dashboard"]
@@ -73,7 +74,8 @@ def _handle(args: argparse.Namespace) -> int:
 
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         return runner.run(run_dashboard(args.namesrv_addr, args.host, args.port, args.timeout, sys.stdout,
-                                        users=_users(args.users), credentials=_credentials(args)))
+                                        users=_users(args.users),
+                                        credentials=session_credentials(args.access_key, args.secret_key)))
 
 
 def _users(path: str | None) -> Any:
@@ -82,19 +84,6 @@ def _users(path: str | None) -> Any:
     from rocketq.dashboard.auth import load_users
 
     return load_users(path)
-
-
-def _credentials(args: argparse.Namespace) -> Any:
-    ak = args.access_key or os.environ.get("ROCKETQ_ACCESS_KEY")
-    sk = args.secret_key or os.environ.get("ROCKETQ_SECRET_KEY")
-    if not ak and not sk:
-        return None
-    if not ak or not sk:
-        raise UsageError("an access key needs its secret key (--access-key/--secret-key or "
-                         "ROCKETQ_ACCESS_KEY/ROCKETQ_SECRET_KEY)")
-    from rocketq.acl import SessionCredentials
-
-    return SessionCredentials(ak, sk)
 
 
 async def run_dashboard(namesrv: str, host: str, port: int, timeout: float, out: TextIO, *,

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from rocketq.cli.admin import acl, cluster, group, maintenance, message, namesrv, queue, topic, trace
 from rocketq.cli.admin._common import Handler, Result
+from rocketq.cli.credentials import session_credentials
 from rocketq.cli.errors import CliError, UsageError
 from rocketq.errors import (
     ConfigError,
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     name = args.admin_command
     namesrv_addr = args.namesrv_addr or os.environ.get("NAMESRV_ADDR")
 
-    credentials = _credentials(args)
+    credentials = session_credentials(args.acl_access_key, args.acl_secret_key)
 
     async def go() -> Result:
         async with AdminClient(namesrv_addr, timeout=args.timeout, credentials=credentials,
@@ -144,19 +145,6 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{name}: no answer within {args.timeout:g} s per request") from None
     emit(result, as_json=args.json)
     return result.exit_code
-
-
-def _credentials(args: argparse.Namespace) -> Any:
-    from rocketq.acl import SessionCredentials
-
-    ak = args.acl_access_key or os.environ.get("ROCKETQ_ACCESS_KEY")
-    sk = args.acl_secret_key or os.environ.get("ROCKETQ_SECRET_KEY")
-    if not ak and not sk:
-        return None
-    if not ak or not sk:
-        raise UsageError("an access key needs its secret key, and the other way round "
-                         "(--access-key/--secret-key or ROCKETQ_ACCESS_KEY/ROCKETQ_SECRET_KEY)")
-    return SessionCredentials(ak, sk)
 
 
 def describe(exc: RocketQError) -> str:
