@@ -6,6 +6,7 @@ refuses the route hijack (a REGISTER_BROKER of topic HijackT to 127.0.0.1:1)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import zlib
 from collections.abc import Iterator
 
@@ -252,3 +253,28 @@ def test_acl_2_users_and_policies(cluster: Cluster, capsys: pytest.CaptureFixtur
     admin.json("deleteUser", *b, "-u", "alice2")
     gone = asyncio.run(send_as(alice, TOPIC))
     assert gone.code == ResponseCode.NO_PERMISSION and "No acl config for alice2" in (gone.remark or "")
+
+
+def test_sync_clients_sign_too(cluster: Cluster) -> None:
+    """The blocking Producer and LitePullConsumer take the same ``credentials=``."""
+    import rocketq
+
+    topic = TOPIC
+    producer = rocketq.Producer(unique_name("PG"), namesrv_addr=cluster.namesrv, credentials=APP)
+    producer.start()
+    try:
+        sent = {producer.send(rocketq.Message(topic, f"sync-{i}".encode())).msg_id for i in range(3)}
+    finally:
+        producer.shutdown()
+    consumer = rocketq.LitePullConsumer(unique_name("LG"), namesrv_addr=cluster.namesrv, credentials=APP,
+                                        consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    consumer.start()
+    got: set[str] = set()
+    try:
+        deadline = time.monotonic() + 30
+        while not sent <= got and time.monotonic() < deadline:
+            got |= {m.msg_id for m in consumer.poll(timeout=0.5)}
+    finally:
+        consumer.shutdown()
+    assert sent <= got
