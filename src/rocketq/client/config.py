@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Self
 
+from rocketq.acl.signature import SessionCredentials
+
 # Re-exported under their old names; the rules live in rocketq.client.namespace.
 from rocketq.client.namespace import unwrap as unwrap_namespace
 from rocketq.client.namespace import wrap as wrap_namespace
-from rocketq.acl.signature import SessionCredentials
 from rocketq.codec.codes import LanguageCode
 
 __all__ = [
