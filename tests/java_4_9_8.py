@@ -73,4 +73,8 @@ ROCKETQ_ONLY = {
     # RocketMQ 5's pop keys (docs/pop.md)
     "reviveInterval", "popPollingSize", "maxPopPollingSize", "popFromRetryProbability", "enableRetryTopicV2",
     "defaultMessageRequestMode",
+    # ACL and TLS (docs/security.md)
+    "plainAclFile", "innerAccessKey", "tls.server.mode", "tls.server.certPath", "tls.server.keyPath",
+    "tls.server.need.client.auth", "tls.server.trustCertPath", "tls.enable", "tls.client.authServer",
+    "tls.client.trustCertPath",
 }

@@ -96,7 +96,6 @@ class JavaOnlyConfig:
     max_error_rate_of_bloom_filter: int = not_honoured(20, why=_BIT_MAP)
     filter_data_clean_time_span: int = not_honoured(
         24 * 3600 * 1000, why="filters live with their subscription")
-    acl_enable: bool = not_honoured(False, why="rocketq has no ACL yet")
     enable_detail_stat: bool = not_honoured(True, why="rocketq always keeps its statistics")
     auto_delete_unused_stats: bool = not_honoured(False, why="rocketq always keeps its statistics")
     isolate_log_enable: bool = not_honoured(False, why="rocketq logs through Python's logging")
@@ -124,7 +123,7 @@ class JavaOnlyConfig:
     client_socket_rcv_buf_size: int = not_honoured(0, why=_CLIENT)
     client_pooled_byte_buf_allocator_enable: bool = not_honoured(False, why=_CLIENT)
     client_close_socket_if_timeout: bool = not_honoured(True, why=_CLIENT)
-    use_tls: bool = not_honoured(False, why="rocketq has no TLS yet")
+    use_tls: bool = not_honoured(False, why="the broker's own connections use TLS by tls.enable")
 
     # -- MessageStoreConfig (the keys rocketq's MessageStoreConfig lacks) ------------------------
     store_path_d_ledger_commit_log: str | None = not_honoured(

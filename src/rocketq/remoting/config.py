@@ -39,7 +39,6 @@ class RemotingServerConfig:
         "permissive", key="tls.server.mode", why=_BIND)
     tls_server_cert_path: str = restart_required("", key="tls.server.certPath", why=_BIND)
     tls_server_key_path: str = restart_required("", key="tls.server.keyPath", why=_BIND)
-    tls_server_key_password: str = restart_required("", key="tls.server.keyPassword", why=_BIND)
     # none / optional / require: ask clients for a certificate signed by trustCertPath.
     tls_server_need_client_auth: Literal["none", "optional", "require"] = restart_required(
         "none", key="tls.server.need.client.auth", why=_BIND)

@@ -80,7 +80,6 @@ class RemotingServer(RemotingEndpoint):
         if config.tls_server_mode != "disabled" and config.tls_server_cert_path:
             ctx = server_context(
                 config.tls_server_cert_path, config.tls_server_key_path or config.tls_server_cert_path,
-                key_password=config.tls_server_key_password or None,
                 need_client_auth=config.tls_server_need_client_auth,
                 trust_cert_file=config.tls_server_trust_cert_path or None)
         elif config.tls_server_mode == "enforcing":
