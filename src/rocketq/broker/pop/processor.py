@@ -235,14 +235,15 @@ class PopProcessors:
         return self._flushed(request.make_response(ResponseCode.SUCCESS), target)
 
     def batch_ack(self, request: RemotingCommand, channel: Any) -> Any:
+        # Java answers NO_MESSAGE bare here; the remark says why (every refusal of ours carries one).
         if not request.body:
-            return request.make_response(ResponseCode.NO_MESSAGE)
+            return request.make_response(ResponseCode.NO_MESSAGE, "the batch ack has no body")
         try:
             broker_name, acks = decode_batch_ack_body(request.body)
         except ValueError as exc:
             return request.make_response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
         if not acks:
-            return request.make_response(ResponseCode.NO_MESSAGE)
+            return request.make_response(ResponseCode.NO_MESSAGE, "the batch ack body has no acks")
         target = self.service.batch_ack(broker_name or self._ctl.broker_name, acks)
         return self._flushed(request.make_response(ResponseCode.SUCCESS), target)
 
