@@ -6,6 +6,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from rocketq.client.config import ClientConfig
+from rocketq.client.producer.accumulator import (
+    BATCH_MAX_BYTES,
+    BATCH_MAX_DELAY_MS,
+    TOTAL_BATCH_MAX_BYTES,
+    check_limits,
+)
 from rocketq.client.producer.fault import DEFAULT_LATENCY_MAX, DEFAULT_NOT_AVAILABLE_DURATION
 
 __all__ = [
@@ -36,3 +42,15 @@ class ProducerConfig(ClientConfig):
     send_latency_fault_enable: bool = False
     latency_max: tuple[int, ...] = DEFAULT_LATENCY_MAX
     not_available_duration: tuple[int, ...] = DEFAULT_NOT_AVAILABLE_DURATION
+    # Automatic batching (RocketMQ 5's autoBatch and its accumulator; client/producer/accumulator.py):
+    # single messages to one queue that arrive while a request to it is in flight go out together
+    # as one SEND_BATCH_MESSAGE. ``auto_batch`` covers send_async (on: pipelined sends are what it
+    # helps); ``auto_batch_sync`` also covers the awaited ``send`` (off, as Java's default).
+    auto_batch: bool = True
+    auto_batch_sync: bool = False
+    batch_max_delay_ms: int = BATCH_MAX_DELAY_MS  # Java's batchMaxDelayMs
+    batch_max_bytes: int = BATCH_MAX_BYTES  # batchMaxBytes
+    total_batch_max_bytes: int = TOTAL_BATCH_MAX_BYTES  # totalBatchMaxBytes
+
+    def __post_init__(self) -> None:
+        check_limits(self.batch_max_delay_ms, self.batch_max_bytes, self.total_batch_max_bytes)

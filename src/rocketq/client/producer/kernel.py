@@ -39,7 +39,8 @@ RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 # Set through Message fields, never copied from Message.properties.
 _FIELD_KEYS: Final = frozenset({"TAGS", "KEYS", "DELAY", "WAIT", PROPERTY_UNIQ_KEY})
 _COMPRESSED_ZLIB: Final = MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB
-_SHORT: Final = struct.Struct(">h")
+_SHORT_PACK: Final = struct.Struct(">h").pack
+_ITEM_HEAD: Final = BATCH_ITEM_HEAD.pack
 _SEND_V2: Final = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH: Final = int(RequestCode.SEND_BATCH_MESSAGE)
 # A reply of request-reply (MSG_TYPE=reply) goes with its own code, which the broker pushes to the
@@ -232,29 +233,33 @@ class SendEncoder:
 
         Batches are never compressed (as in RocketMQ); the caller has run ``check_batch``.
         """
-        ids = self.uniq_keys.next_ids(len(msgs))
-        parts: list[bytes] = []
-        append = parts.append
-        pack_head = BATCH_ITEM_HEAD.pack
-        pack_short = _SHORT.pack
-        for i, msg in enumerate(msgs):
-            if msg.properties:
-                uniq = msg.properties.get(PROPERTY_UNIQ_KEY) or ids[i]
-                ids[i] = uniq
-                props = message_properties(msg, uniq)[0].encode()
-            else:
-                props = _checked(_plain_properties(msg, ids[i])).encode()
-            body = msg.body
-            blen = len(body)
-            # a SEND_BATCH_MESSAGE item (codec/record.py); the client writes 0 for MAGIC and BODYCRC
-            append(pack_head(BATCH_ITEM_FIXED + blen + len(props), 0, 0, msg.flag, blen))
-            append(body if type(body) is bytes else bytes(body))
-            append(pack_short(len(props)))
-            append(props)
-        data = b"".join(parts)
+        items = [self.batch_item(msg) for msg in msgs]
+        first = msgs[0]
+        data = [item[0] for item in items]
+        return self.batch_of(first.topic, first.wait_store_msg_ok, data, [item[1] for item in items])
+
+    def batch_item(self, msg: Message) -> tuple[bytes, str]:
+        """One message as an item of a SEND_BATCH_MESSAGE body, and its UNIQ_KEY (kept if it has one)."""
+        if msg.properties:
+            uniq = msg.properties.get(PROPERTY_UNIQ_KEY) or self.uniq_keys.next_id()
+            props = message_properties(msg, uniq)[0].encode()
+        else:
+            uniq = self.uniq_keys.next_id()
+            props = _checked(_plain_properties(msg, uniq)).encode()
+        body = msg.body
+        blen = len(body)
+        # a SEND_BATCH_MESSAGE item (codec/record.py); the client writes 0 for MAGIC and BODYCRC
+        return b"".join((
+            _ITEM_HEAD(BATCH_ITEM_FIXED + blen + len(props), 0, 0, msg.flag, blen),
+            body if type(body) is bytes else bytes(body),
+            _SHORT_PACK(len(props)),
+            props,
+        )), uniq
+
+    def batch_of(self, topic: str, wait: bool, items: list[bytes], ids: list[str]) -> PreparedSend:
+        """The SEND_BATCH_MESSAGE of items made by ``batch_item`` (all of ``topic``)."""
+        data = b"".join(items)
         if len(data) > self._max_size:
             raise InvalidMessage(f"the message body size over max value, MAX: {self._max_size}")
-        first = msgs[0]
-        wait = "true" if first.wait_store_msg_ok else "false"
-        ext = self._header(first.topic, 0, 0, f"WAIT\x01{wait}\x02", True)
-        return PreparedSend(first.topic, data, ext, ",".join(ids), batch=True)
+        ext = self._header(topic, 0, 0, "WAIT\x01true\x02" if wait else "WAIT\x01false\x02", True)
+        return PreparedSend(topic, data, ext, ",".join(ids), batch=True)

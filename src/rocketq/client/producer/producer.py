@@ -25,6 +25,7 @@ from rocketq.client.api import vip_address
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.instance import MQClientInstance, MQClientManager
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
+from rocketq.client.producer.auto_batch import AutoBatcher
 from rocketq.client.producer.config import CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP, ProducerConfig
 from rocketq.client.producer.fault import MQFaultStrategy
 from rocketq.client.producer.kernel import PreparedSend, SendEncoder
@@ -112,6 +113,9 @@ class Producer:
         self._timeout = config.send_msg_timeout / 1000.0
         self._instance: MQClientInstance | None = None
         self.trace: SendTraceHook | None = None  # enable_trace: sees every send (client/trace/)
+        # the automatic batching of send_async / send (made at start, when the loop is known)
+        self._batch_async: AutoBatcher | None = None
+        self._batch_sync: AutoBatcher | None = None
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # bound at start
 
     def __repr__(self) -> str:
@@ -157,6 +161,10 @@ class Producer:
             )
         self._instance = instance
         self.loop = instance.loop
+        if self.config.auto_batch or self.config.auto_batch_sync:
+            batcher = AutoBatcher(self)
+            self._batch_async = batcher if self.config.auto_batch else None
+            self._batch_sync = batcher if self.config.auto_batch_sync else None
         self.topic_publish_info_table.setdefault(self.config.create_topic_key, TopicPublishInfo())
         try:
             await instance.start()
@@ -237,9 +245,21 @@ class Producer:
         Retries ``retry_times_when_send_async_failed`` times on another broker (none when a
         ``selector`` or ``queue`` fixes the target). ``callback(result_or_exception)`` runs on
         the event loop when the send ends. ``timeout`` is in seconds (default send_msg_timeout).
+
+        With ``auto_batch`` (the default), a message sent while a request to its queue is in
+        flight is gathered with others and they go as one batch (docs/performance.md); its
+        SendResult is its own all the same.
         """
         self._check_state()
         self.check(msg)
+        batcher = self._batch_async
+        if batcher is not None:
+            seconds = self._timeout if timeout is None else timeout
+            gathered = batcher.submit(msg, seconds, selector, arg, queue)
+            if gathered is not None:
+                if callback is not None:
+                    gathered.add_done_callback(_callback_adapter(callback))
+                return gathered
         prep = self._encoder.single(msg)
         fixed = selector is not None or queue is not None
         times = 1 if fixed else 1 + self.config.retry_times_when_send_async_failed
@@ -261,9 +281,16 @@ class Producer:
         ``selector(mqs, msg, arg)`` picks the queue (ordered messages; no retry), or ``queue``
         names it. Otherwise queues rotate, and a failure is retried
         ``retry_times_when_send_failed`` times on another broker within ``timeout`` seconds.
+        With ``auto_batch_sync`` it is batched as ``send_async`` is.
         """
         self._check_state()
         self.check(msg)
+        batcher = self._batch_sync
+        if batcher is not None:
+            seconds = self._timeout if timeout is None else timeout
+            gathered = batcher.submit(msg, seconds, selector, arg, queue)
+            if gathered is not None:
+                return await gathered
         prep = self._encoder.single(msg)
         fixed = selector is not None or queue is not None
         times = 1 if fixed else 1 + self.config.retry_times_when_send_failed

@@ -40,7 +40,7 @@ from rocketq.remoting import Channel
 if TYPE_CHECKING:
     from rocketq.client.producer.producer import Producer
 
-__all__ = ["SendCall", "SendTarget"]
+__all__ = ["SendCall", "SendTarget", "fixed_queue"]
 
 log = logging.getLogger("rocketq.client")
 
@@ -68,6 +68,25 @@ class SendTarget:
         self.arg = arg
         self.queue = queue
         self.oneway = oneway
+
+
+def fixed_queue(
+    p: Producer, info: TopicPublishInfo, topic: str, wire_topic: str, target: SendTarget
+) -> MessageQueue:
+    """The queue a send's ``queue`` names or its ``selector`` picks (with the wire topic)."""
+    if target.queue is not None:
+        mq = target.queue
+        wire = p.config.with_namespace(mq.topic)
+        if wire != wire_topic:
+            raise InvalidArgument(f"message's topic not equal mq's topic: {topic} != {mq.topic}")
+        return mq if wire == mq.topic else MessageQueue(wire, mq.broker_name, mq.queue_id)
+    assert target.selector is not None and target.msg is not None
+    mqs = info.message_queue_list
+    if not p.config.namespace:
+        return select_queue(target.selector, mqs, target.msg, target.arg)
+    user_mqs = [MessageQueue(topic, q.broker_name, q.queue_id) for q in mqs]
+    picked = select_queue(target.selector, user_mqs, target.msg, target.arg)
+    return MessageQueue(wire_topic, picked.broker_name, picked.queue_id)
 
 
 class _Retries:
@@ -194,24 +213,8 @@ class SendCall:
         last_broker = self.retries.last_broker if self.retries is not None else None
         if target is None:
             return p.fault_strategy.select_one_message_queue(info, last_broker)
-        wire_topic = self.prep.ext["b"]
-        if target.queue is not None:
-            mq = target.queue
-            wire = p.config.with_namespace(mq.topic)
-            if wire != wire_topic:
-                raise InvalidArgument(
-                    f"message's topic not equal mq's topic: {self.prep.topic} != {mq.topic}"
-                )
-            return mq if wire == mq.topic else MessageQueue(wire, mq.broker_name, mq.queue_id)
-        if target.selector is not None:
-            mqs = info.message_queue_list
-            msg = target.msg
-            assert msg is not None
-            if not p.config.namespace:
-                return select_queue(target.selector, mqs, msg, target.arg)
-            user_mqs = [MessageQueue(self.prep.topic, q.broker_name, q.queue_id) for q in mqs]
-            picked = select_queue(target.selector, user_mqs, msg, target.arg)
-            return MessageQueue(wire_topic, picked.broker_name, picked.queue_id)
+        if target.queue is not None or target.selector is not None:
+            return fixed_queue(p, info, self.prep.topic, self.prep.ext["b"], target)
         return p.fault_strategy.select_one_message_queue(info, last_broker)
 
     def _issue(self, channel: Channel, mq: MessageQueue, now: float) -> None:

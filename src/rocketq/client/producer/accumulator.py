@@ -1,0 +1,129 @@
+"""When the producer's automatic batching sends what: the bookkeeping of RocketMQ 5's
+ProduceAccumulator, without I/O, timers or futures (the driver is ``auto_batch.py``).
+
+Messages are gathered per *lane* (one queue of one topic, for one ``waitStoreMsgOK``). Unlike
+Java's accumulator, which holds every message up to ``batchMaxDelayMs``, a lane holds nothing
+while it has no request in flight: the first message goes out at once, alone, so an idle producer
+sends with no added latency. Only messages that arrive while a request of their lane is in flight
+are gathered; they go out as one batch when that request ends, when they reach ``batch_max_bytes``,
+when the oldest has waited ``batch_max_delay_ms`` (the driver's timer calls ``expire``), or when
+the producer holds ``total_batch_max_bytes`` in all lanes together (then a lane stops holding and
+sends what it has at once: Java sends directly instead of holding, and a lane sending its own
+gathered messages keeps a queue's order where a direct send would overtake them).
+
+Everything here is plain values, so the rules are unit-tested without a broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Final, Generic, TypeVar
+
+from rocketq.errors import InvalidArgument
+
+__all__ = [
+    "BATCH_MAX_BYTES",
+    "BATCH_MAX_DELAY_MS",
+    "TOTAL_BATCH_MAX_BYTES",
+    "Accumulator",
+    "Lane",
+    "check_limits",
+]
+
+# Java's defaults (ProduceAccumulator: holdMs, holdSize, totalHoldSize).
+BATCH_MAX_DELAY_MS: Final = 10
+BATCH_MAX_BYTES: Final = 32 * 1024
+TOTAL_BATCH_MAX_BYTES: Final = 32 * 1024 * 1024
+
+T = TypeVar("T")
+
+
+def check_limits(delay_ms: int, max_bytes: int, total_max_bytes: int) -> None:
+    """Java's bounds for the three knobs (InvalidArgument, as its IllegalArgumentException)."""
+    if not 0 < delay_ms <= 30_000:
+        raise InvalidArgument(f"batch_max_delay_ms expect between 1ms and 30s, but get {delay_ms}!")
+    if not 0 < max_bytes <= 2 * 1024 * 1024:
+        raise InvalidArgument(f"batch_max_bytes expect between 1B and 2MB, but get {max_bytes}!")
+    if total_max_bytes <= 0:
+        raise InvalidArgument(f"total_batch_max_bytes must bigger then 0, but get {total_max_bytes}!")
+
+
+class Lane(Generic[T]):
+    """One queue's gathering state: requests in flight and the items waiting for the next one.
+
+    ``generation`` counts the batches cut from this lane, so a timer armed for one batch can tell
+    that its batch has already gone.
+    """
+
+    __slots__ = ("generation", "inflight", "items", "key", "nbytes")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self.inflight = 0
+        self.items: list[T] = []
+        self.nbytes = 0
+        self.generation = 0
+
+
+class Accumulator(Generic[T]):
+    """The lanes of one producer and the bytes they hold together.
+
+    The driver sends an item at once when its lane is idle (``not lane.inflight``) and calls
+    ``start``; otherwise ``offer`` gathers it and returns the lane's items to send now as one
+    request when a bound was reached (else None). ``done`` is called when a request of a lane
+    ended and returns the gathered items to send next; ``expire`` cuts a lane's batch when its
+    oldest item waited too long. Every list returned counts as one request in flight until its
+    ``done``, as does every ``start``.
+    """
+
+    __slots__ = ("held", "lanes", "max_bytes", "total_max_bytes")
+
+    def __init__(
+        self, max_bytes: int = BATCH_MAX_BYTES, total_max_bytes: int = TOTAL_BATCH_MAX_BYTES
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.total_max_bytes = total_max_bytes
+        self.lanes: dict[Hashable, Lane[T]] = {}
+        self.held = 0  # bytes gathered in all lanes, not yet sent
+
+    def lane(self, key: Hashable) -> Lane[T]:
+        lane = self.lanes.get(key)
+        if lane is None:
+            lane = self.lanes[key] = Lane(key)
+        return lane
+
+    def start(self, lane: Lane[T]) -> None:
+        """A request of ``lane`` left without gathering (the lane was idle: ``not lane.inflight``)."""
+        lane.inflight += 1
+
+    def offer(self, lane: Lane[T], item: T, size: int) -> list[T] | None:
+        """Gather ``item`` (``size`` bytes) behind the lane's request in flight."""
+        lane.items.append(item)
+        lane.nbytes += size
+        self.held += size
+        if lane.nbytes >= self.max_bytes or self.held >= self.total_max_bytes:
+            return self._cut(lane)
+        return None
+
+    def done(self, lane: Lane[T]) -> list[T] | None:
+        lane.inflight -= 1
+        if lane.items:
+            return self._cut(lane)
+        if not lane.inflight:
+            # an idle lane is forgotten, so a producer of many topics keeps no state for old ones
+            self.lanes.pop(lane.key, None)
+        return None
+
+    def expire(self, lane: Lane[T], generation: int) -> list[T] | None:
+        if lane.generation != generation or not lane.items:
+            return None  # that batch went already
+        return self._cut(lane)
+
+    def _cut(self, lane: Lane[T]) -> list[T]:
+        items = lane.items
+        lane.items = []
+        self.held -= lane.nbytes
+        lane.nbytes = 0
+        lane.generation += 1
+        lane.inflight += 1
+        return items

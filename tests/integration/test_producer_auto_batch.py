@@ -1,0 +1,110 @@
+"""Automatic batching against a real ``rocketq up`` (as it is and in its 4.9 mode, as Apache's
+broker answers): every caller of many concurrent ``send_async`` gets its own id, queue and offset,
+and the messages read back are exactly those; selector sends keep their order."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from tests.harness import Cluster, module_cluster, small_store, unique_name
+from tests.integration.test_producer import pull_all
+
+from rocketq.aio import Producer
+from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
+from rocketq.client.producer import SelectMessageQueueByHash
+from rocketq.client.producer.kernel import SendEncoder
+
+pytestmark = [pytest.mark.timeout(120)]
+
+cluster = module_cluster("autobatch", *small_store(commit_log=4 * 1024 * 1024, slots=8000, index=32000),
+                         also_as_4_9=True)
+
+
+@pytest.fixture
+def batch_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every batch the producers' auto-batching builds (while the test runs)."""
+    sizes: list[int] = []
+    original = SendEncoder.batch_of
+
+    def batch_of(self: SendEncoder, topic: str, wait: bool, items: list[bytes], ids: list[str]) -> Any:
+        sizes.append(len(items))
+        return original(self, topic, wait, items, ids)
+
+    monkeypatch.setattr(SendEncoder, "batch_of", batch_of)
+    return sizes
+
+
+async def read_back(p: Producer, results: list[SendResult]) -> dict[tuple[MessageQueue, int], Any]:
+    by_queue: dict[MessageQueue, int] = {}
+    for r in results:
+        by_queue[r.message_queue] = by_queue.get(r.message_queue, 0) + 1
+    stored = {}
+    for mq, n in by_queue.items():
+        addr = p.instance.find_broker_address_in_publish(mq.broker_name)
+        assert addr is not None
+        for m in await pull_all(p.instance.api, addr, mq, expect=n, timeout=30):
+            stored[(mq, m.queue_offset)] = m
+    return stored
+
+
+async def test_concurrent_send_async_each_get_their_own_result(
+        cluster: Cluster, batch_sizes: list[int]) -> None:
+    topic = unique_name("AB")
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv) as p:
+        await p.send(Message(topic, b"first"))
+        sizes = batch_sizes
+        sizes.clear()
+        n = 3000
+        futs = [p.send_async(Message(topic, b"body-%d" % i, tags="T", keys=f"k{i}")) for i in range(n)]
+        results = await asyncio.wait_for(asyncio.gather(*futs), 60)
+        assert sizes and max(sizes) > 1, "nothing was batched"
+        assert all(r.status is SendStatus.SEND_OK for r in results)
+        assert len({r.msg_id for r in results}) == n
+        assert len({r.offset_msg_id for r in results}) == n
+        assert len({(r.message_queue, r.queue_offset) for r in results}) == n
+        stored = await read_back(p, results)
+        for i, r in enumerate(results):
+            m = stored[(r.message_queue, r.queue_offset)]
+            assert m.body == b"body-%d" % i and m.keys == f"k{i}" and m.tags == "T"
+            assert m.msg_id == r.msg_id and m.offset_msg_id == r.offset_msg_id
+
+
+async def test_selector_sends_keep_their_order(cluster: Cluster, batch_sizes: list[int]) -> None:
+    topic = unique_name("ABO")
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv) as p:
+        await p.send(Message(topic, b"first"))
+        sizes = batch_sizes
+        sizes.clear()
+        n = 2000
+        selector = SelectMessageQueueByHash()
+        futs = [p.send_async(Message(topic, b"%d" % i), selector=selector, arg=i % 2) for i in range(n)]
+        results = await asyncio.wait_for(asyncio.gather(*futs), 60)
+        assert sizes and max(sizes) > 1, "nothing was batched"
+        for parity in (0, 1):
+            mine = results[parity::2]
+            assert len({r.message_queue for r in mine}) == 1
+            offsets = [r.queue_offset for r in mine]
+            assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+        stored = await read_back(p, results)
+        for parity in (0, 1):
+            mq = results[parity].message_queue
+            bodies = [stored[k].body for k in sorted(k for k in stored if k[0] == mq)]
+            assert [b for b in bodies if b != b"first"] == [b"%d" % i for i in range(parity, n, 2)]
+
+
+async def test_sync_send_batches_only_when_asked(cluster: Cluster, batch_sizes: list[int]) -> None:
+    topic = unique_name("ABS")
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv) as p:
+        await p.send(Message(topic, b"first"))
+        sizes = batch_sizes
+        sizes.clear()
+        await asyncio.gather(*(p.send(Message(topic, b"%d" % i)) for i in range(300)))
+        assert sizes == []
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv, auto_batch_sync=True) as p:
+        await p.send(Message(topic, b"first"))
+        sizes = batch_sizes
+        sizes.clear()
+        results = await asyncio.gather(*(p.send(Message(topic, b"%d" % i)) for i in range(300)))
+        assert sizes and len({(r.message_queue, r.queue_offset) for r in results}) == 300

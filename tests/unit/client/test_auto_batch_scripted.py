@@ -1,0 +1,94 @@
+"""Automatic batching against scripted brokers: an idle producer sends each message at once and
+alone, messages sent while a request is in flight leave as batches, and a batch's retry or error
+reaches every caller."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from tests.unit.client.test_producer_send_call import FakeCluster, cluster, producer
+
+from rocketq.aio import Producer
+from rocketq.client.message import Message
+from rocketq.codec.codes import ResponseCode
+from rocketq.errors import MessageIllegal
+
+__all__ = ["cluster", "producer"]  # the scripted cluster fixtures, shared with the send-call tests
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def requests(cluster: FakeCluster) -> list[dict[str, str]]:
+    return [s for b in cluster.brokers.values() for s in b.sends]
+
+
+async def test_an_idle_producer_sends_every_message_at_once_and_alone(
+        cluster: FakeCluster, producer: Producer) -> None:
+    assert producer.config.auto_batch
+    await producer.send(Message("T", b"route"))
+    for i in range(10):
+        await producer.send_async(Message("T", b"%d" % i))
+    assert [s["m"] for s in requests(cluster)] == ["false"] * 11  # never a batch
+    assert producer._batch_async is not None and producer._batch_async.held_bytes == 0
+
+
+async def test_a_long_max_delay_never_holds_a_message_of_an_idle_queue(cluster: FakeCluster) -> None:
+    async with Producer("PG_DELAY", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=30_000) as p:
+        await p.send(Message("T", b"route"))
+        # held for batch_max_delay_ms, these would take minutes: the wait_for bound would fail them
+        await asyncio.wait_for(asyncio.gather(*(p.send_async(Message("T", b"%d" % i)) for i in range(4))), 20)
+        for i in range(4):
+            await asyncio.wait_for(p.send_async(Message("T", b"%d" % i)), 20)
+
+
+async def test_sends_during_a_request_in_flight_leave_as_batches(
+        cluster: FakeCluster, producer: Producer) -> None:
+    await producer.send(Message("T", b"route"))
+    cluster.brokers["a"].sends.clear()
+    cluster.brokers["b"].sends.clear()
+    futs = [producer.send_async(Message("T", b"m%d" % i, tags="A")) for i in range(200)]
+    results = await asyncio.gather(*futs)
+    sent = requests(cluster)
+    batches = [s for s in sent if s["m"] == "true"]
+    assert batches, "nothing was batched"
+    assert len(sent) < 200
+    assert all("UNIQ_KEY" not in s["i"] for s in batches)  # Apache brokers would give them one id
+    assert len({r.msg_id for r in results}) == 200 and all("," not in r.msg_id for r in results)
+
+
+async def test_plain_pipelining_when_auto_batch_is_off(cluster: FakeCluster) -> None:
+    async with Producer("PG_PLAIN", namesrv_addr=cluster.namesrv_addr, auto_batch=False) as p:
+        await p.send(Message("T", b"route"))
+        await asyncio.gather(*(p.send_async(Message("T", b"%d" % i)) for i in range(50)))
+    assert len(requests(cluster)) == 51 and {s["m"] for s in requests(cluster)} == {"false"}
+
+
+async def test_a_batch_error_reaches_each_caller(cluster: FakeCluster, producer: Producer) -> None:
+    await producer.send(Message("T", b"route"))
+    for b in cluster.brokers.values():
+        b.answer = ResponseCode.MESSAGE_ILLEGAL
+    futs = [producer.send_async(Message("T", b"%d" % i)) for i in range(40)]
+    outcomes = await asyncio.gather(*futs, return_exceptions=True)
+    assert all(isinstance(o, MessageIllegal) for o in outcomes)
+    assert any(s["m"] == "true" for s in requests(cluster))
+
+
+async def test_a_retried_batch_answers_each_caller_from_the_other_broker(
+        cluster: FakeCluster, producer: Producer) -> None:
+    await producer.send(Message("T", b"route"))
+    cluster.brokers["a"].answer = ResponseCode.SYSTEM_BUSY
+    results = await asyncio.gather(*(producer.send_async(Message("T", b"%d" % i)) for i in range(60)))
+    assert {r.message_queue.broker_name for r in results} == {"b"}
+    assert any(s["m"] == "true" for s in cluster.brokers["a"].sends), "no batch was tried on a"
+    assert len({r.msg_id for r in results}) == 60
+
+
+async def test_a_caller_that_cancels_is_left_out_of_its_batch(
+        cluster: FakeCluster, producer: Producer) -> None:
+    await producer.send(Message("T", b"route"))
+    futs = [producer.send_async(Message("T", b"%d" % i)) for i in range(30)]
+    futs[-1].cancel()
+    results = await asyncio.gather(*futs[:-1])
+    assert len({r.msg_id for r in results}) == 29
+    assert futs[-1].cancelled()
