@@ -20,8 +20,8 @@ message checks, UNIQ_KEY, properties, queue rotation, retry bookkeeping, SendRes
 Each phase runs ``--repeat`` windows after a warm-up; the best and the median are printed with
 the load average before and after, and this process's and the broker's CPU per message (which
 side was the bound). ``--profile DIR`` runs ``py-spy record`` on this process and on the broker
-during each phase's last window and writes flame graphs (SVG) there. Prints figures and returns
-them from ``run()``; never asserts times.
+during each phase's last window (raw stacks there) and prints where each spent its time.
+Prints figures and returns them from ``run()``; never asserts times.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -43,6 +42,7 @@ if __package__ in (None, ""):
 
 import rocketq
 from benchmarks._cluster import BrokerProcess
+from benchmarks.bench_send import _report_py_spy, _start_py_spy
 from rocketq.aio import Message, Producer
 from rocketq.remoting.loop import new_event_loop
 
@@ -58,29 +58,18 @@ def _cpu() -> float:
 
 
 class _Profiler:
-    """py-spy on this process and the broker for one window (when a directory is given)."""
+    """py-spy on this process and the broker for one window (raw stacks in a directory), then the
+    functions with the most samples of each (bench_send's report)."""
 
-    def __init__(self, out_dir: Path | None, name: str, broker: BrokerProcess) -> None:
-        self.procs: list[subprocess.Popen[bytes]] = []
-        if out_dir is None:
-            return
-        out_dir.mkdir(parents=True, exist_ok=True)
-        spy = Path(sys.executable).with_name("py-spy")
-        for who, pid in (("client", os.getpid()), ("broker", broker.pid)):
-            self.procs.append(subprocess.Popen(
-                [str(spy), "record", "--nonblocking", "-r", "250", "-p", str(pid),
-                 "-o", str(out_dir / f"{name}-{who}.svg")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))
+    def __init__(self, out_dir: Path, name: str, broker: BrokerProcess, duration: float) -> None:
+        self.spies = [(f"{name}_{who}", _start_py_spy(pid, f"{name}_{who}", duration, out_dir))
+                      for who, pid in (("client", os.getpid()), ("broker", broker.pid))]
 
     def stop(self) -> None:
-        for proc in self.procs:
-            proc.send_signal(2)  # SIGINT: py-spy writes its output and exits
-        for proc in self.procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        for label, spy in self.spies:
+            if spy is not None:
+                print(f"  profile of {label}:")
+                _report_py_spy(spy, label)
 
 
 def _figures(n: int, elapsed: float, client: float, brk: float) -> dict[str, float]:
@@ -122,10 +111,10 @@ async def _sliding(p: Producer, broker: BrokerProcess, body: bytes, duration: fl
     await asyncio.sleep(duration)
     n, elapsed = state["n"] - n0, time.perf_counter() - t0
     client, brk = _cpu() - c0, broker.cpu_seconds() - b0
-    if profile is not None:
-        profile.stop()
     state["open"] = False
     await drained
+    if profile is not None:
+        profile.stop()
     if errors:
         raise errors[0]
     return _figures(n, elapsed, client, brk)
@@ -214,7 +203,7 @@ def run(
     def window_runner(broker: BrokerProcess, name: str, body: bytes, **options: Any
                       ) -> Callable[[bool], dict[str, float]]:
         def one(last: bool) -> dict[str, float]:
-            prof = _Profiler(profile_dir, name, broker) if last and profile_dir else None
+            prof = _Profiler(profile_dir, name, broker, duration) if last and profile_dir else None
             coro: Coroutine[Any, Any, dict[str, float]] = _window_phase(
                 broker, body, duration, window, f"BenchProducer_{name}", prof, **options)
             return loop.run_until_complete(coro)
@@ -233,7 +222,7 @@ def run(
                                    window_runner(broker, "1k", BODY_1K))
             if "batch" in phases:
                 def batch_one(last: bool) -> dict[str, float]:
-                    prof = _Profiler(profile_dir, "batch", broker) if last and profile_dir else None
+                    prof = _Profiler(profile_dir, "batch", broker, duration) if last and profile_dir else None
                     return loop.run_until_complete(
                         _batch_phase(broker, duration, batch_size, batch_inflight, prof))
                 figures |= _repeat("batch", f"send_batch of {batch_size}, {batch_inflight} in flight",
@@ -262,7 +251,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="windows per phase (best and median shown)")
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--window", type=int, default=500, help="async sends in flight")
-    parser.add_argument("--profile", type=Path, default=None, help="write py-spy flame graphs here")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="py-spy both sides in each phase's last window, raw stacks to DIR")
     args = parser.parse_args()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     run(args.duration, args.repeat, tuple(args.phases.split(",")), args.window, profile_dir=args.profile)

@@ -47,7 +47,7 @@ _Item = tuple[bytes, str, "asyncio.Future[SendResult]", float]
 class AutoBatcher:
     """The automatic batching of one producer (made at the producer's start)."""
 
-    __slots__ = ("_acc", "_compress_over", "_delay", "_encoder", "_loop", "_producer", "_times")
+    __slots__ = ("_acc", "_compress_over", "_delay", "_encoder", "_loop", "_producer", "_sticky", "_times")
 
     def __init__(self, producer: Producer) -> None:
         config = producer.config
@@ -57,6 +57,8 @@ class AutoBatcher:
         self._acc: Accumulator[_Item] = Accumulator(config.batch_max_bytes, config.total_batch_max_bytes)
         self._delay = config.batch_max_delay_ms / 1000.0
         self._compress_over = config.compress_msg_body_over_howmuch
+        # the lane each topic's unordered messages go to (per waitStoreMsgOK)
+        self._sticky: dict[tuple[str, bool], Lane[_Item]] = {}
         self._times = 1 + max(config.retry_times_when_send_async_failed, config.retry_times_when_send_failed)
 
     @property
@@ -87,13 +89,22 @@ class AutoBatcher:
         info = p.topic_publish_info_table.get(wire_topic)
         if info is None or not info.ok():
             return None
+        acc = self._acc
         fixed = selector is not None or queue is not None
         if fixed:
             mq = fixed_queue(p, info, msg.topic, wire_topic, SendTarget(msg, selector, arg, queue))
+            lane = acc.lane((mq, msg.wait_store_msg_ok, True, msg.topic))
         else:
-            mq = p.fault_strategy.select_one_message_queue(info, None)
-        acc = self._acc
-        lane = acc.lane((mq, msg.wait_store_msg_ok, fixed, msg.topic))
+            # Sticky, as Kafka's partitioner: an unordered message joins the lane the previous one
+            # went to while that lane is busy, and the queues rotate per batch rather than per
+            # message, so gathered batches are as large as the traffic allows.
+            sticky_key = (msg.topic, msg.wait_store_msg_ok)
+            lane = self._sticky.get(sticky_key)  # type: ignore[assignment]
+            if lane is None or not lane.inflight:
+                mq = p.fault_strategy.select_one_message_queue(info, None)
+                lane = self._sticky[sticky_key] = acc.lane((mq, msg.wait_store_msg_ok, False, msg.topic))
+            else:
+                mq = lane.key[0]  # type: ignore[index]
         loop = self._loop
         if not lane.inflight:  # nothing outstanding to this queue: go at once, alone
             prep = self._encoder.single(msg)
@@ -108,6 +119,8 @@ class AutoBatcher:
         fut = loop.create_future()
         batch = acc.offer(lane, (data, uniq, fut, loop.time() + timeout), len(data))
         if batch is not None:
+            if not fixed:
+                del self._sticky[sticky_key]  # full: the next message rotates to another queue
             self._send(lane, batch)
         elif len(lane.items) == 1:
             loop.call_later(self._delay, self._expire, lane, lane.generation)
