@@ -50,6 +50,8 @@ SendFields = tuple[str, int, int, int, int, "str | None", int]
 BatchColumns = tuple[list[int], list[bytes], list[bytes], list[int], list[tuple[str, ...]]]
 
 _BATCH_HEAD_SIZE = BATCH_ITEM_HEAD.size
+_UNIQ_LEN = len(P_UNIQ)
+_TAGS_LEN = len(P_TAGS)
 _SHORT = struct.Struct(">h")
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
@@ -163,12 +165,25 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
                 raise MessageIllegal(f"the message body size over max value, MAX: {max_size}")
             props = data[b1 + 2:rec_end].decode()
             tail = data[b1:rec_end]
-            uniq = get_property(props, P_UNIQ)
+            # get_property's usual case, written out for UNIQ_KEY and TAGS (two calls a message)
+            i = props.rfind(P_UNIQ)
+            uniq = None
+            if i == 0 or (i > 0 and props[i - 1] == "\x02"):
+                v0 = i + _UNIQ_LEN
+                j = props.find("\x02", v0)
+                uniq = props[v0:] if j < 0 else props[v0:j]
             if not uniq or P_KEYS in props:
                 tail, tcode, key = _batch_entry_slow(props, tail, new_uniq)
             else:
                 key = (uniq,)
-                tags = get_property(props, P_TAGS)
+                i = props.rfind(P_TAGS)
+                tags = None
+                if i == 0 or (i > 0 and props[i - 1] == "\x02"):
+                    v0 = i + _TAGS_LEN
+                    j = props.find("\x02", v0)
+                    tags = props[v0:] if j < 0 else props[v0:j]
+                if not tags:
+                    tags = get_property(props, P_TAGS) if i >= 0 else None
                 if tags is None:
                     tcode = 0
                 else:
