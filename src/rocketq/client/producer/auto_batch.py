@@ -24,6 +24,7 @@ from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.producer.accumulator import Accumulator, Lane
 from rocketq.client.producer.selector import SelectorLike
 from rocketq.client.producer.send_call import SendCall, SendTarget, fixed_queue
+from rocketq.client.route import TopicPublishInfo
 
 if TYPE_CHECKING:
     from rocketq.client.producer.producer import Producer
@@ -47,7 +48,8 @@ _Item = tuple[bytes, str, "asyncio.Future[SendResult]", float]
 class AutoBatcher:
     """The automatic batching of one producer (made at the producer's start)."""
 
-    __slots__ = ("_acc", "_compress_over", "_delay", "_encoder", "_loop", "_producer", "_sticky", "_times")
+    __slots__ = ("_acc", "_compress_over", "_delay", "_encoder", "_loop", "_producer", "_sticky",
+                 "_sticky_nowait", "_times")
 
     def __init__(self, producer: Producer) -> None:
         config = producer.config
@@ -57,8 +59,9 @@ class AutoBatcher:
         self._acc: Accumulator[_Item] = Accumulator(config.batch_max_bytes, config.total_batch_max_bytes)
         self._delay = config.batch_max_delay_ms / 1000.0
         self._compress_over = config.compress_msg_body_over_howmuch
-        # the lane each topic's unordered messages go to (per waitStoreMsgOK)
-        self._sticky: dict[tuple[str, bool], Lane[_Item]] = {}
+        # the lane each topic's unordered messages go to (one table per waitStoreMsgOK)
+        self._sticky: dict[str, Lane[_Item]] = {}
+        self._sticky_nowait: dict[str, Lane[_Item]] = {}
         self._times = 1 + max(config.retry_times_when_send_async_failed, config.retry_times_when_send_failed)
 
     @property
@@ -77,40 +80,42 @@ class AutoBatcher:
         """Send ``msg`` through its queue's lane; None when it must go the plain way (a message a
         batch cannot carry, or a topic whose route is not known yet)."""
         props = msg.properties
-        if (
-            msg.delay_level > 0
-            or len(msg.body) > self._compress_over
-            or (props and not _NOT_BATCHED.isdisjoint(props))
-            or msg.topic.startswith(_RETRY_PREFIX)
-        ):
-            return None
-        p = self._producer
-        wire_topic = p.config.with_namespace(msg.topic)
-        info = p.topic_publish_info_table.get(wire_topic)
-        if info is None or not info.ok():
+        if msg.delay_level > 0 or len(msg.body) > self._compress_over or (
+                props and not _NOT_BATCHED.isdisjoint(props)):
             return None
         acc = self._acc
+        topic = msg.topic
+        wait = msg.wait_store_msg_ok
         fixed = selector is not None or queue is not None
-        if fixed:
-            mq = fixed_queue(p, info, msg.topic, wire_topic, SendTarget(msg, selector, arg, queue))
-            lane = acc.lane((mq, msg.wait_store_msg_ok, True, msg.topic))
-        else:
+        if not fixed:
             # Sticky, as Kafka's partitioner: an unordered message joins the lane the previous one
             # went to while that lane is busy, and the queues rotate per batch rather than per
-            # message, so gathered batches are as large as the traffic allows.
-            sticky_key = (msg.topic, msg.wait_store_msg_ok)
-            lane = self._sticky.get(sticky_key)  # type: ignore[assignment]
+            # message, so gathered batches are as large as the traffic allows. A busy lane's
+            # topic passed the checks below already: the common send skips them.
+            sticky = self._sticky if wait else self._sticky_nowait
+            lane = sticky.get(topic)
             if lane is None or not lane.inflight:
-                mq = p.fault_strategy.select_one_message_queue(info, None)
-                lane = self._sticky[sticky_key] = acc.lane((mq, msg.wait_store_msg_ok, False, msg.topic))
+                info = self._route(topic)
+                if info is None:
+                    return None
+                mq = self._producer.fault_strategy.select_one_message_queue(info, None)
+                lane = sticky[topic] = acc.lane((mq, wait, False, topic))
             else:
                 mq = lane.key[0]  # type: ignore[index]
+        else:
+            info = self._route(topic)
+            if info is None:
+                return None
+            p = self._producer
+            wire_topic = p.config.with_namespace(topic)
+            mq = fixed_queue(p, info, topic, wire_topic, SendTarget(msg, selector, arg, queue))
+            lane = acc.lane((mq, wait, True, topic))
         loop = self._loop
         if not lane.inflight:  # nothing outstanding to this queue: go at once, alone
             prep = self._encoder.single(msg)
             fut: asyncio.Future[SendResult] = loop.create_future()
             acc.start(lane)
-            call = SendCall(p, prep, fut, timeout, 1 if fixed else self._times)
+            call = SendCall(self._producer, prep, fut, timeout, 1 if fixed else self._times)
             call.mq = mq
             call.run()
             fut.add_done_callback(partial(self._single_done, lane))
@@ -119,12 +124,21 @@ class AutoBatcher:
         fut = loop.create_future()
         batch = acc.offer(lane, (data, uniq, fut, loop.time() + timeout), len(data))
         if batch is not None:
-            if not fixed:
-                del self._sticky[sticky_key]  # full: the next message rotates to another queue
+            if not fixed:  # full: the next message rotates to another queue
+                (self._sticky if wait else self._sticky_nowait).pop(topic, None)
             self._send(lane, batch)
         elif len(lane.items) == 1:
             loop.call_later(self._delay, self._expire, lane, lane.generation)
         return fut
+
+    def _route(self, topic: str) -> TopicPublishInfo | None:
+        """The publish info of a topic batches may go to (None: the plain way: a %RETRY% topic,
+        or one whose route is not known yet)."""
+        if topic.startswith(_RETRY_PREFIX):
+            return None
+        p = self._producer
+        info = p.topic_publish_info_table.get(p.config.with_namespace(topic))
+        return info if info is not None and info.ok() else None
 
     # -- lanes ------------------------------------------------------------------------------------
 
