@@ -1,6 +1,7 @@
 """`make bench`: run every benchmark module and print its figures with the commit they measure.
 
 `python -m benchmarks` runs them all; `python -m benchmarks store codec` runs a subset by name.
+Every run appends its figures, with the commit, to `.bench/results.jsonl` (`--json PATH` elsewhere).
 """
 
 from __future__ import annotations
@@ -8,33 +9,31 @@ from __future__ import annotations
 import importlib
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from benchmarks._record import commit, record
+
 HERE = Path(__file__).resolve().parent
 
 
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(HERE.parent), "describe", "--always", "--dirty"],
-            capture_output=True, text=True, check=True,
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv: list[str]) -> int:
+    json_path: Path | None = None
+    if "--json" in argv:
+        at = argv.index("--json")
+        if at + 1 >= len(argv):
+            print("--json needs a path", file=sys.stderr)
+            return 2
+        json_path = Path(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
     names = sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
     wanted = argv or names
     unknown = [n for n in wanted if n not in names]
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(names)}", file=sys.stderr)
         return 2
-    print(f"rocketq benchmarks  commit={_commit()}  python={platform.python_version()}  "
+    print(f"rocketq benchmarks  commit={commit()}  python={platform.python_version()}  "
           f"cpus={os.cpu_count()}  {time.strftime('%Y-%m-%d %H:%M:%S')}")
     results = {}
     for name in wanted:
@@ -46,6 +45,7 @@ def main(argv: list[str]) -> int:
         for key, value in (figures or {}).items():
             shown = f"{value:,.0f}" if isinstance(value, float | int) and abs(value) >= 100 else f"{value}"
             print(f"{name:>10}  {key:<48} {shown}")
+    print(f"\nrecorded in {record(results, json_path)}")
     return 0
 
 

@@ -42,6 +42,7 @@ if __package__ in (None, ""):
 
 import rocketq
 from benchmarks._cluster import BrokerProcess
+from benchmarks._record import record
 from benchmarks.bench_send import _report_py_spy, _start_py_spy
 from rocketq.aio import Message, Producer
 from rocketq.remoting.loop import new_event_loop
@@ -253,9 +254,12 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=500, help="async sends in flight")
     parser.add_argument("--profile", type=Path, default=None,
                         help="py-spy both sides in each phase's last window, raw stacks to DIR")
+    parser.add_argument("--json", type=Path, default=None, help="append the figures here (default .bench/)")
     args = parser.parse_args()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    run(args.duration, args.repeat, tuple(args.phases.split(",")), args.window, profile_dir=args.profile)
+    figures = run(args.duration, args.repeat, tuple(args.phases.split(",")), args.window,
+                  profile_dir=args.profile)
+    print(f"recorded in {record({'producer': figures}, args.json)}")
 
 
 if __name__ == "__main__":
