@@ -378,8 +378,9 @@ class SendMessageProcessor:
         if half:
             topic, queue_id, props, sys_flag = self._half(topic, queue_id, props, sys_flag)
         uniq = get_property(props, P_UNIQ) or ""
-        tags = get_property(props, P_TAGS)
-        keys = get_property(props, P_KEYS)
+        # Most messages carry no KEYS and some no TAGS: a substring test is cheaper than a lookup.
+        tags = get_property(props, P_TAGS) if P_TAGS in props else None
+        keys = get_property(props, P_KEYS) if P_KEYS in props else None
         # The broker's own entries are appended to the client's string in one concatenation.
         if uniq:
             tail = "" if self._cluster_entry in props else self._cluster_entry

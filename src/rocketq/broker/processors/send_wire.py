@@ -97,7 +97,10 @@ def index_keys(uniq: str, keys: str | None) -> tuple[str, ...]:
     """The index keys of a message: its UNIQ_KEY and each word of its KEYS."""
     if not keys:
         return (uniq,)
-    return (uniq, *[k for k in keys.split(" ") if k])
+    words = keys.split(" ")
+    if "" in words:  # doubled or edge spaces: rare, so the comprehension only runs for them
+        words = [k for k in words if k]
+    return (uniq, *words)
 
 
 _HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
