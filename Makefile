@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 EXTRAS_run :=
 EXTRAS_test := test,compat,spark,plot,dashboard
 EXTRAS_dev := dev
+# `make bench` also installs py-spy (bench_send / bench_producer --profile).
+EXTRAS_bench := test,compat,spark,plot,dashboard,bench
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 DEV_STAMP := $(VENV)/.installed-dev
@@ -51,7 +53,7 @@ test-all: setup
 campaign: setup
 	$(BIN)/python -m pytest -m slow -s -q tests/fault -k "campaign or race or disk_full" $(PYTEST_ARGS)
 
-bench: $(TEST_STAMP)
+bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks $(ARGS)
 
 lint: $(DEV_STAMP)
