@@ -153,9 +153,12 @@ def message_properties(msg: Message, uniq: str | None, *, wait: bool = True) -> 
     return _checked("".join(parts)), extras
 
 
+# A UTF-8 character is at most 3 bytes: only a string longer than this needs encoding to be measured.
+_MAX_PROPS_CHARS: Final = MAX_PROPERTIES_LENGTH // 3
+
+
 def _checked(properties: str) -> str:
-    # A UTF-8 character is at most 3 bytes: only a long string needs encoding to be measured.
-    if len(properties) > MAX_PROPERTIES_LENGTH // 3 and len(properties.encode()) > MAX_PROPERTIES_LENGTH:
+    if len(properties) > _MAX_PROPS_CHARS and len(properties.encode()) > MAX_PROPERTIES_LENGTH:
         raise InvalidMessage(f"the message properties length over max value, MAX: {MAX_PROPERTIES_LENGTH}")
     return properties
 
@@ -252,7 +255,8 @@ class SendEncoder:
             props = message_properties(msg, uniq)[0].encode()
         else:
             uniq = self.uniq_keys.next_id()
-            props = _checked(_plain_properties(msg, uniq)).encode()
+            text = _plain_properties(msg, uniq)
+            props = (text if len(text) <= _MAX_PROPS_CHARS else _checked(text)).encode()
         body = msg.body
         blen = len(body)
         # a SEND_BATCH_MESSAGE item (codec/record.py); the client writes 0 for MAGIC and BODYCRC

@@ -59,6 +59,7 @@ log = logging.getLogger("rocketq.client")
 # Called with the SendResult, or with the exception the send ended with.
 SendCallback = Callable[[SendResult | BaseException], object]
 
+_RUNNING = ServiceState.RUNNING
 FAQ_NO_ROUTE = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 
 
@@ -250,7 +251,8 @@ class Producer:
         flight is gathered with others and they go as one batch (docs/performance.md); its
         SendResult is its own all the same.
         """
-        self._check_state()
+        if self.service_state is not _RUNNING:
+            self._check_state()
         self.check(msg)
         batcher = self._batch_async
         if batcher is not None:
