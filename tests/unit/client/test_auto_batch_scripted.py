@@ -96,3 +96,46 @@ async def test_a_caller_that_cancels_is_left_out_of_its_batch(
     results = await asyncio.gather(*futs[:-1])
     assert len({r.msg_id for r in results}) == 29
     assert futs[-1].cancelled()
+
+
+async def test_gathered_messages_leave_after_batch_max_delay_when_the_request_hangs(
+        cluster: FakeCluster) -> None:
+    async with Producer("PG_EXPIRE", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=50,
+                        send_msg_timeout=20_000) as p:
+        await p.send(Message("T", b"route"))
+        before = len(requests(cluster))
+        for b in cluster.brokers.values():
+            b.answer = "hang"
+        stuck = p.send_async(Message("T", b"stuck"))
+        while len(requests(cluster)) == before:  # the broker holds it
+            await asyncio.sleep(0.01)
+        for b in cluster.brokers.values():
+            b.answer = ResponseCode.SUCCESS
+        results = await asyncio.wait_for(
+            asyncio.gather(*(p.send_async(Message("T", b"%d" % i)) for i in range(10))), 15)
+        assert not stuck.done()
+        assert len({r.msg_id for r in results}) == 10
+        assert [s["m"] for s in requests(cluster)[before:]] == ["false", "true"]
+        stuck.cancel()
+
+
+async def test_the_total_bound_sends_at_once_instead_of_holding(cluster: FakeCluster) -> None:
+    async with Producer("PG_TOTAL", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=30_000,
+                        total_batch_max_bytes=1, send_msg_timeout=20_000) as p:
+        await p.send(Message("T", b"route"))
+        for b in cluster.brokers.values():
+            b.answer = "hang"
+        before = len(requests(cluster))
+        stuck = p.send_async(Message("T", b"stuck"))
+        while len(requests(cluster)) == before:  # the broker holds it
+            await asyncio.sleep(0.01)
+        for b in cluster.brokers.values():
+            b.answer = ResponseCode.SUCCESS
+        # with nothing allowed to be held, each message behind the hanging one leaves at once
+        results = await asyncio.wait_for(
+            asyncio.gather(*(p.send_async(Message("T", b"%d" % i)) for i in range(5))), 15)
+        assert len(results) == 5
+        assert p._batch_async is not None and p._batch_async.held_bytes == 0
+        assert not stuck.done()
+        assert len(requests(cluster)) >= before + 1 + 5  # never gathered behind the stuck one
+        stuck.cancel()
