@@ -61,6 +61,17 @@ def test_the_total_bound_makes_a_lane_stop_holding() -> None:
     assert acc.held == 0
 
 
+def test_a_batch_never_grows_past_the_request_size_limit() -> None:
+    # tiny bodies: the bodies' bound is far, the encoded size reaches the limit first
+    acc: Accumulator[int] = Accumulator(max_bytes=1000, total_max_bytes=10_000, max_wire_bytes=250)
+    lane = acc.lane("q")
+    acc.start(lane)
+    assert acc.offer(lane, 1, 1, 100) is None
+    assert acc.offer(lane, 2, 1, 100) is None
+    assert acc.offer(lane, 3, 1, 100) == [1, 2]  # 3 would make 300: it waits for the next batch
+    assert lane.items == [3] and lane.wire == 100 and acc.held == 1
+
+
 def test_expire_cuts_only_the_batch_its_timer_was_armed_for() -> None:
     acc: Accumulator[str] = Accumulator()
     lane = acc.lane("q")

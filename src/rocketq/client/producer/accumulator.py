@@ -55,13 +55,14 @@ class Lane(Generic[T]):
     that its batch has already gone.
     """
 
-    __slots__ = ("generation", "inflight", "items", "key", "nbytes")
+    __slots__ = ("generation", "inflight", "items", "key", "nbytes", "wire")
 
     def __init__(self, key: Hashable) -> None:
         self.key = key
         self.inflight = 0
         self.items: list[T] = []
-        self.nbytes = 0
+        self.nbytes = 0  # the bodies' bytes (what the bounds count, as Java's messagesSize)
+        self.wire = 0  # the encoded items' bytes (what the request body will be)
         self.generation = 0
 
 
@@ -76,13 +77,17 @@ class Accumulator(Generic[T]):
     ``done``, as does every ``start``.
     """
 
-    __slots__ = ("held", "lanes", "max_bytes", "total_max_bytes")
+    __slots__ = ("held", "lanes", "max_bytes", "max_wire_bytes", "total_max_bytes")
 
     def __init__(
-        self, max_bytes: int = BATCH_MAX_BYTES, total_max_bytes: int = TOTAL_BATCH_MAX_BYTES
+        self, max_bytes: int = BATCH_MAX_BYTES, total_max_bytes: int = TOTAL_BATCH_MAX_BYTES,
+        max_wire_bytes: int = 4 * 1024 * 1024,
     ) -> None:
         self.max_bytes = max_bytes
         self.total_max_bytes = total_max_bytes
+        # a batch request's body may not pass the producer's max_message_size: tiny bodies
+        # with their properties can, long before their bodies reach max_bytes
+        self.max_wire_bytes = max_wire_bytes
         self.lanes: dict[Hashable, Lane[T]] = {}
         self.held = 0  # bytes gathered in all lanes, not yet sent
 
@@ -96,14 +101,24 @@ class Accumulator(Generic[T]):
         """A request of ``lane`` left without gathering (the lane was idle: ``not lane.inflight``)."""
         lane.inflight += 1
 
-    def offer(self, lane: Lane[T], item: T, size: int) -> list[T] | None:
-        """Gather ``item`` (``size`` bytes) behind the lane's request in flight."""
-        lane.items.append(item)
-        lane.nbytes += size
-        self.held += size
+    def offer(self, lane: Lane[T], item: T, size: int, wire: int = 0) -> list[T] | None:
+        """Gather ``item`` (a body of ``size`` bytes, ``wire`` bytes encoded) behind the lane's
+        request in flight. When ``item`` would take the gathered items past ``max_wire_bytes``,
+        they are returned without it and it waits for the next batch."""
+        if lane.items and lane.wire + wire > self.max_wire_bytes:
+            batch = self._cut(lane)
+            self._gather(lane, item, size, wire)
+            return batch
+        self._gather(lane, item, size, wire)
         if lane.nbytes >= self.max_bytes or self.held >= self.total_max_bytes:
             return self._cut(lane)
         return None
+
+    def _gather(self, lane: Lane[T], item: T, size: int, wire: int) -> None:
+        lane.items.append(item)
+        lane.nbytes += size
+        lane.wire += wire
+        self.held += size
 
     def done(self, lane: Lane[T]) -> list[T] | None:
         lane.inflight -= 1
@@ -123,7 +138,7 @@ class Accumulator(Generic[T]):
         items = lane.items
         lane.items = []
         self.held -= lane.nbytes
-        lane.nbytes = 0
+        lane.nbytes = lane.wire = 0
         lane.generation += 1
         lane.inflight += 1
         return items

@@ -56,7 +56,8 @@ class AutoBatcher:
         self._producer = producer
         self._loop = producer.loop
         self._encoder = producer._encoder
-        self._acc: Accumulator[_Item] = Accumulator(config.batch_max_bytes, config.total_batch_max_bytes)
+        self._acc: Accumulator[_Item] = Accumulator(
+            config.batch_max_bytes, config.total_batch_max_bytes, config.max_message_size)
         self._delay = config.batch_max_delay_ms / 1000.0
         self._compress_over = config.compress_msg_body_over_howmuch
         # the lane each topic's unordered messages go to (one table per waitStoreMsgOK)
@@ -122,7 +123,7 @@ class AutoBatcher:
             return fut
         data, uniq = self._encoder.batch_item(msg)
         fut = loop.create_future()
-        batch = acc.offer(lane, (data, uniq, fut, loop.time() + timeout), len(data))
+        batch = acc.offer(lane, (data, uniq, fut, loop.time() + timeout), len(msg.body), len(data))
         if batch is not None:
             if not fixed:  # full: the next message rotates to another queue
                 (self._sticky if wait else self._sticky_nowait).pop(topic, None)
