@@ -108,3 +108,16 @@ async def test_sync_send_batches_only_when_asked(cluster: Cluster, batch_sizes: 
         sizes.clear()
         results = await asyncio.gather(*(p.send(Message(topic, b"%d" % i)) for i in range(300)))
         assert sizes and len({(r.message_queue, r.queue_offset) for r in results}) == 300
+
+
+async def test_an_idle_producer_sends_at_once(cluster: Cluster, batch_sizes: list[int]) -> None:
+    # Held for batch_max_delay_ms (30 s), 20 sends one after another would take ten minutes: the
+    # wait_for bound fails them long before. Nothing is gathered, so no batch is built.
+    topic = unique_name("ABI")
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv, batch_max_delay_ms=30_000) as p:
+        await p.send(Message(topic, b"first"))
+        batch_sizes.clear()
+        for i in range(20):
+            r = await asyncio.wait_for(p.send_async(Message(topic, b"%d" % i)), 20)
+            assert r.status is SendStatus.SEND_OK
+        assert batch_sizes == []
