@@ -106,12 +106,12 @@ class Accumulator(Generic[T]):
         request in flight. When ``item`` would take the gathered items past ``max_wire_bytes``,
         they are returned without it and it waits for the next batch."""
         if lane.items and lane.wire + wire > self.max_wire_bytes:
-            batch = self._cut(lane)
+            batch = self.cut(lane)
             self._gather(lane, item, size, wire)
             return batch
         self._gather(lane, item, size, wire)
         if lane.nbytes >= self.max_bytes or self.held >= self.total_max_bytes:
-            return self._cut(lane)
+            return self.cut(lane)
         return None
 
     def _gather(self, lane: Lane[T], item: T, size: int, wire: int) -> None:
@@ -123,7 +123,7 @@ class Accumulator(Generic[T]):
     def done(self, lane: Lane[T]) -> list[T] | None:
         lane.inflight -= 1
         if lane.items:
-            return self._cut(lane)
+            return self.cut(lane)
         if not lane.inflight:
             # an idle lane is forgotten, so a producer of many topics keeps no state for old ones
             self.lanes.pop(lane.key, None)
@@ -132,9 +132,10 @@ class Accumulator(Generic[T]):
     def expire(self, lane: Lane[T], generation: int) -> list[T] | None:
         if lane.generation != generation or not lane.items:
             return None  # that batch went already
-        return self._cut(lane)
+        return self.cut(lane)
 
-    def _cut(self, lane: Lane[T]) -> list[T]:
+    def cut(self, lane: Lane[T]) -> list[T]:
+        """The lane's gathered items, to send now (one more request in flight)."""
         items = lane.items
         lane.items = []
         self.held -= lane.nbytes

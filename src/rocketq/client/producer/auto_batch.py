@@ -132,6 +132,17 @@ class AutoBatcher:
             loop.call_later(self._delay, self._expire, lane, lane.generation)
         return fut
 
+    async def drain(self, timeout: float) -> None:
+        """Send every gathered message now and wait (at most ``timeout`` s) until every request
+        of every lane is answered: what the producer does before it shuts down."""
+        acc = self._acc
+        for lane in list(acc.lanes.values()):
+            if lane.items:
+                self._send(lane, acc.cut(lane))
+        deadline = self._loop.time() + timeout
+        while acc.lanes and self._loop.time() < deadline:
+            await asyncio.sleep(0.005)
+
     def _route(self, topic: str) -> TopicPublishInfo | None:
         """The publish info of a topic batches may go to (None: the plain way: a %RETRY% topic,
         or one whose route is not known yet)."""

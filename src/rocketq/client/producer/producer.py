@@ -193,6 +193,9 @@ class Producer:
                 return
             self.service_state = ServiceState.SHUTDOWN_ALREADY
             return
+        batcher = self._batch_async or self._batch_sync
+        if batcher is not None:  # gathered messages leave, and are answered, before the door closes
+            await batcher.drain(self._timeout)
         self.service_state = ServiceState.SHUTDOWN_ALREADY
         if self.trace is not None:
             await self.trace.dispatcher.shutdown()
