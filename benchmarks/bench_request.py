@@ -27,20 +27,12 @@ if __package__ in (None, ""):
 import rocketq
 import rocketq.aio
 from benchmarks._cluster import BrokerProcess
+from benchmarks._record import commit
 from rocketq import Message
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "request_reply.py"
 TOPIC = "BenchRequest"
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:
@@ -104,7 +96,7 @@ async def _aio_phase(namesrv: str, n: int) -> list[float]:
 
 def run(requests: int = 2000, phases: tuple[str, ...] = ("sync", "aio")) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    print(f"request-reply: {requests} sequential requests per phase, commit={_commit()}")
+    print(f"request-reply: {requests} sequential requests per phase, commit={commit()}")
     with BrokerProcess(name="request") as broker:
         replier = _start_replier(broker.namesrv, broker.data_dir / "replier.log")
         try:

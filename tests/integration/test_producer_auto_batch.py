@@ -36,6 +36,13 @@ def batch_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sizes
 
 
+async def routed(p: Producer, topic: str, batch_sizes: list[int]) -> list[int]:
+    """One plain send (the topic's route), then the batch sizes recorded from here on."""
+    await p.send(Message(topic, b"first"))
+    batch_sizes.clear()
+    return batch_sizes
+
+
 async def read_back(p: Producer, results: list[SendResult]) -> dict[tuple[MessageQueue, int], Any]:
     by_queue: dict[MessageQueue, int] = {}
     for r in results:
@@ -53,9 +60,7 @@ async def test_concurrent_send_async_each_get_their_own_result(
         cluster: Cluster, batch_sizes: list[int]) -> None:
     topic = unique_name("AB")
     async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv) as p:
-        await p.send(Message(topic, b"first"))
-        sizes = batch_sizes
-        sizes.clear()
+        sizes = await routed(p, topic, batch_sizes)
         n = 3000
         futs = [p.send_async(Message(topic, b"body-%d" % i, tags="T", keys=f"k{i}")) for i in range(n)]
         results = await asyncio.wait_for(asyncio.gather(*futs), 60)
@@ -74,9 +79,7 @@ async def test_concurrent_send_async_each_get_their_own_result(
 async def test_selector_sends_keep_their_order(cluster: Cluster, batch_sizes: list[int]) -> None:
     topic = unique_name("ABO")
     async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv) as p:
-        await p.send(Message(topic, b"first"))
-        sizes = batch_sizes
-        sizes.clear()
+        sizes = await routed(p, topic, batch_sizes)
         n = 2000
         selector = SelectMessageQueueByHash()
         futs = [p.send_async(Message(topic, b"%d" % i), selector=selector, arg=i % 2) for i in range(n)]
@@ -97,15 +100,11 @@ async def test_selector_sends_keep_their_order(cluster: Cluster, batch_sizes: li
 async def test_sync_send_batches_only_when_asked(cluster: Cluster, batch_sizes: list[int]) -> None:
     topic = unique_name("ABS")
     async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv) as p:
-        await p.send(Message(topic, b"first"))
-        sizes = batch_sizes
-        sizes.clear()
+        sizes = await routed(p, topic, batch_sizes)
         await asyncio.gather(*(p.send(Message(topic, b"%d" % i)) for i in range(300)))
         assert sizes == []
     async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv, auto_batch_sync=True) as p:
-        await p.send(Message(topic, b"first"))
-        sizes = batch_sizes
-        sizes.clear()
+        sizes = await routed(p, topic, batch_sizes)
         results = await asyncio.gather(*(p.send(Message(topic, b"%d" % i)) for i in range(300)))
         assert sizes and len({(r.message_queue, r.queue_offset) for r in results}) == 300
 
@@ -115,8 +114,7 @@ async def test_an_idle_producer_sends_at_once(cluster: Cluster, batch_sizes: lis
     # wait_for bound fails them long before. Nothing is gathered, so no batch is built.
     topic = unique_name("ABI")
     async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv, batch_max_delay_ms=30_000) as p:
-        await p.send(Message(topic, b"first"))
-        batch_sizes.clear()
+        await routed(p, topic, batch_sizes)
         for i in range(20):
             r = await asyncio.wait_for(p.send_async(Message(topic, b"%d" % i)), 20)
             assert r.status is SendStatus.SEND_OK

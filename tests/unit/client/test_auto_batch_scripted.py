@@ -5,6 +5,7 @@ reaches every caller."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from tests.unit.client.test_producer_send_call import FakeCluster, cluster, producer
@@ -21,6 +22,20 @@ pytestmark = pytest.mark.timeout(30)
 
 def requests(cluster: FakeCluster) -> list[dict[str, str]]:
     return [s for b in cluster.brokers.values() for s in b.sends]
+
+
+async def hang_one(p: Producer, cluster: FakeCluster) -> tuple[asyncio.Future[Any], int]:
+    """Send one message the brokers never answer; returns its future and the requests before it.
+    The brokers answer everything after it."""
+    before = len(requests(cluster))
+    for b in cluster.brokers.values():
+        b.answer = "hang"
+    stuck = p.send_async(Message("T", b"stuck"))
+    while len(requests(cluster)) == before:  # the broker holds it
+        await asyncio.sleep(0.01)
+    for b in cluster.brokers.values():
+        b.answer = ResponseCode.SUCCESS
+    return stuck, before
 
 
 async def test_an_idle_producer_sends_every_message_at_once_and_alone(
@@ -103,14 +118,7 @@ async def test_gathered_messages_leave_after_batch_max_delay_when_the_request_ha
     async with Producer("PG_EXPIRE", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=50,
                         send_msg_timeout=20_000) as p:
         await p.send(Message("T", b"route"))
-        before = len(requests(cluster))
-        for b in cluster.brokers.values():
-            b.answer = "hang"
-        stuck = p.send_async(Message("T", b"stuck"))
-        while len(requests(cluster)) == before:  # the broker holds it
-            await asyncio.sleep(0.01)
-        for b in cluster.brokers.values():
-            b.answer = ResponseCode.SUCCESS
+        stuck, before = await hang_one(p, cluster)
         results = await asyncio.wait_for(
             asyncio.gather(*(p.send_async(Message("T", b"%d" % i)) for i in range(10))), 15)
         assert not stuck.done()
@@ -123,14 +131,7 @@ async def test_the_total_bound_sends_at_once_instead_of_holding(cluster: FakeClu
     async with Producer("PG_TOTAL", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=30_000,
                         total_batch_max_bytes=1, send_msg_timeout=20_000) as p:
         await p.send(Message("T", b"route"))
-        for b in cluster.brokers.values():
-            b.answer = "hang"
-        before = len(requests(cluster))
-        stuck = p.send_async(Message("T", b"stuck"))
-        while len(requests(cluster)) == before:  # the broker holds it
-            await asyncio.sleep(0.01)
-        for b in cluster.brokers.values():
-            b.answer = ResponseCode.SUCCESS
+        stuck, before = await hang_one(p, cluster)
         # with nothing allowed to be held, each message behind the hanging one leaves at once
         results = await asyncio.wait_for(
             asyncio.gather(*(p.send_async(Message("T", b"%d" % i)) for i in range(5))), 15)
