@@ -119,3 +119,18 @@ async def test_an_idle_producer_sends_at_once(cluster: Cluster, batch_sizes: lis
             r = await asyncio.wait_for(p.send_async(Message(topic, b"%d" % i)), 20)
             assert r.status is SendStatus.SEND_OK
         assert batch_sizes == []
+
+
+async def test_batches_of_a_namespaced_producer(cluster: Cluster, batch_sizes: list[int]) -> None:
+    topic = unique_name("ABN")
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv, namespace="nsab") as p:
+        sizes = await routed(p, topic, batch_sizes)
+        results = await asyncio.gather(*(p.send_async(Message(topic, b"n%d" % i)) for i in range(500)))
+        assert sizes and max(sizes) > 1, "nothing was batched"
+        assert {r.message_queue.topic for r in results} == {topic}  # the user's name, as unbatched
+        wire = {r.message_queue: MessageQueue(f"nsab%{topic}", r.message_queue.broker_name,
+                                              r.message_queue.queue_id) for r in results}
+        stored = await read_back(p, [SendResult(r.status, r.msg_id, wire[r.message_queue], r.queue_offset,
+                                                r.offset_msg_id) for r in results])
+        for i, r in enumerate(results):
+            assert stored[(wire[r.message_queue], r.queue_offset)].body == b"n%d" % i
