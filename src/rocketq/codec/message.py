@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
+from rocketq.codec.crc import crc32
 from rocketq.codec.properties import (
     MAX_PROPERTIES_LENGTH,
     NAME_VALUE_SEPARATOR,
@@ -108,7 +109,7 @@ def tags_code(tags: str | None) -> int:
 
 
 def body_crc(body: bytes | bytearray | memoryview) -> int:
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return crc32(body) & 0x7FFFFFFF
 
 
 def decompress_body(body: bytes, sys_flag: int) -> bytes:

@@ -12,7 +12,6 @@ import logging
 import os
 import struct
 import threading
-import zlib
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from itertools import accumulate, chain, repeat
 from operator import add, and_
 from typing import Final
 
+from rocketq.codec.crc import crc32
 from rocketq.codec.message import encode_host
 from rocketq.codec.record import (
     BLANK_MAGIC,
@@ -56,7 +56,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
 _STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
-_CRC = zlib.crc32
+_CRC = crc32
 _HOST_BITS_CLEAR = ~(_BORN_V6 | _STORE_V6)
 
 

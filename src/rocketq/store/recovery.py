@@ -23,7 +23,6 @@ import itertools
 import logging
 import re
 import time
-import zlib
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rocketq.codec.crc import crc32
 from rocketq.codec.message import MessageConst, tags_code
 from rocketq.codec.properties import needle
 from rocketq.codec.record import (
@@ -129,7 +129,7 @@ def _validate(mf: MappedFile, pos: I64Array, check_crc: bool) -> int:
                 starts = p[:limit] + bo[:limit]
                 # one C-level pass: slice objects -> zero-copy views -> crc32, collected by numpy
                 views = map(mf.buf.__getitem__, map(slice, starts.tolist(), (starts + blen[:limit]).tolist()))
-                sums = np.fromiter(map(zlib.crc32, views), dtype=np.int64, count=limit)
+                sums = np.fromiter(map(crc32, views), dtype=np.int64, count=limit)
                 mismatch = (sums & 0x7FFFFFFF) != crc[:limit]
                 if mismatch.any():
                     limit = int(np.argmax(mismatch))
