@@ -8,9 +8,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from tests.harness import Cluster, module_cluster, small_store, unique_name
+from tests.harness import Cluster, module_cluster, small_store, unique_name, wait_until
 from tests.integration.test_producer import pull_all
 
+from rocketq.admin import AdminClient
 from rocketq.aio import Producer
 from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.producer import SelectMessageQueueByHash
@@ -134,3 +135,21 @@ async def test_batches_of_a_namespaced_producer(cluster: Cluster, batch_sizes: l
                                                 r.offset_msg_id) for r in results])
         for i, r in enumerate(results):
             assert stored[(wire[r.message_queue], r.queue_offset)].body == b"n%d" % i
+
+
+async def test_every_batched_message_is_traced_with_its_own_result(
+        cluster: Cluster, batch_sizes: list[int]) -> None:
+    topic = unique_name("ABT")
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv, enable_trace=True) as p:
+        sizes = await routed(p, topic, batch_sizes)
+        futs = [p.send_async(Message(topic, b"t%d" % i, tags="T")) for i in range(300)]
+        results = await asyncio.gather(*futs)
+        assert sizes and max(sizes) > 1, "nothing was batched"
+    async with AdminClient(cluster.namesrv) as admin:
+        for r in (results[1], results[150], results[-1]):  # gathered ones, not the first alone
+            async def pub(r: SendResult = r) -> Any:
+                views = await admin.query_msg_trace_by_id(r.msg_id)
+                return next((v for v in views if v.msg_type == "Pub"), None)
+
+            view = await wait_until(pub, timeout=60, interval=0.3)
+            assert (view.topic, view.tags, view.offset_msg_id) == (topic, "T", r.offset_msg_id)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from rocketq.client.api import _send_result
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.producer.accumulator import Accumulator, Lane
+from rocketq.client.producer.kernel import PreparedSend
 from rocketq.client.producer.selector import SelectorLike
 from rocketq.client.producer.send_call import SendCall, SendTarget, fixed_queue
 from rocketq.client.route import TopicPublishInfo
@@ -116,6 +117,9 @@ class AutoBatcher:
             prep = self._encoder.single(msg)
             fut: asyncio.Future[SendResult] = loop.create_future()
             acc.start(lane)
+            trace = self._producer.trace
+            if trace is not None:
+                trace.watch(prep, msg, fut)
             call = SendCall(self._producer, prep, fut, timeout, 1 if fixed else self._times)
             call.mq = mq
             call.run()
@@ -123,6 +127,9 @@ class AutoBatcher:
             return fut
         data, uniq = self._encoder.batch_item(msg)
         fut = loop.create_future()
+        trace = self._producer.trace
+        if trace is not None:  # one trace record per message, with its own result (as unbatched)
+            trace.watch(PreparedSend(topic, msg.body, {}, uniq), msg, fut)
         batch = acc.offer(lane, (data, uniq, fut, loop.time() + timeout), len(msg.body), len(data))
         if batch is not None:
             if not fixed:  # full: the next message rotates to another queue
