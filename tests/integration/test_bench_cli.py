@@ -82,6 +82,27 @@ def test_consumer_reads_a_backlog_from_the_first_offset(cluster: Cluster) -> Non
     assert _summaries(run.stdout)["Consume"][0] == sent
 
 
+CPU_LINE = re.compile(r"^\[CPU summary\] messages: (?P<n>\d+) \| CPU client [\d.]+ us/msg \(\d+% of a core\)"
+                      r"(?P<broker> \| broker [\d.]+ us/msg)?", re.MULTILINE)
+
+
+def test_consumer_drains_a_backlog_in_batches_and_stops_at_its_count(cluster: Cluster) -> None:
+    topic = unique_name("BenchD")
+    produced = _bench("producer", "-n", cluster.namesrv, "-t", topic, "-d", "1", "--threads", "2",
+                      "--batch", "10")
+    assert produced.returncode == 0, produced.describe()
+    sent = _summaries(produced.stdout)["Send"][0] + 1  # and the warm-up message
+    assert CPU_LINE.search(produced.stdout), produced.stdout
+    # -m stops the run once the backlog is in, long before -d: the run's rate is the drain's own
+    run = _bench("consumer", "-n", cluster.namesrv, "-t", topic, "-d", "60", "--from-first",
+                 "--batch-max-size", "32", "--pull-batch-size", "64", "-m", str(sent),
+                 "--broker-pid", str(cluster.proc.pid), timeout=80.0)
+    assert run.returncode == 0, run.describe()
+    assert _summaries(run.stdout)["Consume"] == (sent, 0)
+    cpu = CPU_LINE.search(run.stdout)
+    assert cpu is not None and int(cpu["n"]) == sent and cpu["broker"], run.stdout
+
+
 def test_cluster_down_and_bad_options(tmp_path: Path) -> None:
     down = _bench("producer", "-n", "127.0.0.1:1", "-d", "1")
     assert down.returncode == 1

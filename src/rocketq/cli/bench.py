@@ -62,6 +62,10 @@ class BenchOptions:
     from_first: bool = False
     plot: str | None = None
     interval: float = 1.0
+    batch_max_size: int = 1  # consumeMessageBatchMaxSize
+    pull_batch_size: int = 32
+    messages: int = 0  # consumer: stop once this many are consumed (0: no bound)
+    broker_pid: int = 0  # a local broker's pid: its CPU per message is reported
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +88,8 @@ class Sample:
 class LatencyRecorder:
     """Latencies of one side: this interval's raw samples, and the whole run as a histogram."""
 
-    __slots__ = ("count", "failed", "response_failed", "rts", "rts2", "total_count", "total_sum", "totals")
+    __slots__ = ("count", "failed", "last_at", "response_failed", "rts", "rts2", "total_count", "total_seen",
+                 "total_sum", "totals")
 
     def __init__(self) -> None:
         self.rts: list[float] = []
@@ -95,6 +100,10 @@ class LatencyRecorder:
         self.totals = np.zeros(len(_EDGES_MS) + 1, dtype=np.int64)
         self.total_count = 0
         self.total_sum = 0.0
+        # The loop clock of the latest delivery: a drained backlog's rate runs to it, not to the end
+        # of the run (whose idle seconds after the drain would dilute it).
+        self.last_at = 0.0
+        self.total_seen = 0
 
     def take(self, t: float, span: float) -> Sample:
         rts, self.rts = self.rts, []
@@ -143,6 +152,8 @@ def add_commands(commands: Any) -> None:
     common.add_argument("--log-level", default="WARNING", type=str.upper,
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                         help="client log level (default: WARNING)")
+    common.add_argument("--broker-pid", type=positive, default=0, metavar="PID",
+                        help="a broker on this host: report its CPU per message too (Linux)")
     send = argparse.ArgumentParser(add_help=False)
     send.add_argument("--threads", "--concurrency", "-w", dest="threads", type=positive, default=16,
                       metavar="N", help="concurrent senders (default: 16)")
@@ -163,6 +174,12 @@ def add_commands(commands: Any) -> None:
     consume.add_argument("-g", "--group", help="consumer group (default: benchmark_consumer_<pid>)")
     consume.add_argument("--from-first", action="store_true",
                          help="a new group starts at the first offset (default: the last)")
+    consume.add_argument("--batch-max-size", type=positive, default=1, metavar="N",
+                         help="consumeMessageBatchMaxSize: messages per listener call (default: 1)")
+    consume.add_argument("--pull-batch-size", type=positive, default=32, metavar="N",
+                         help="pullBatchSize: messages per pull request (default: 32)")
+    consume.add_argument("-m", "--messages", type=positive, default=0, metavar="N",
+                         help="stop once N messages are consumed (e.g. a backlog with --from-first)")
 
     bench = commands.add_parser("bench", help="benchmark a cluster (RocketMQ's benchmark tools)",
                                 description="Benchmark a cluster: producer, consumer or end-to-end.")
@@ -216,6 +233,7 @@ class _Run:
         self.consume_samples: list[Sample] = []
         self.started = 0.0
         self.elapsed = 0.0
+        self.cpu = CpuMeter(opts.broker_pid)
 
 
 async def run_bench(opts: BenchOptions, out: TextIO) -> int:
@@ -238,6 +256,7 @@ async def run_bench(opts: BenchOptions, out: TextIO) -> int:
         if opts.mode in ("consumer", "e2e"):
             consumer = await _start_consumer(PushConsumer, opts, run)
         run.started = loop.time()
+        run.cpu.start()
         reporter = loop.create_task(_report(run))
         senders = []
         if producer is not None:
@@ -252,6 +271,7 @@ async def run_bench(opts: BenchOptions, out: TextIO) -> int:
             await asyncio.sleep(0.2)  # what those last sends carried may still be on its way
         now = loop.time()
         run.elapsed = now - run.started
+        run.cpu.stop()
         _emit(run, run.elapsed, now - last)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -307,9 +327,13 @@ async def _warm_up(producer: Any, opts: BenchOptions) -> None:
 async def _start_consumer(cls: Any, opts: BenchOptions, run: _Run) -> Any:
     group = opts.group or f"benchmark_consumer_{os.getpid()}"
     where = "CONSUME_FROM_FIRST_OFFSET" if opts.from_first else "CONSUME_FROM_LAST_OFFSET"
-    consumer = cls(group, namesrv_addr=opts.namesrv, consume_from_where=where)
+    consumer = cls(group, namesrv_addr=opts.namesrv, consume_from_where=where,
+                   consume_message_batch_max_size=opts.batch_max_size, pull_batch_size=opts.pull_batch_size)
     consumer.subscribe(opts.topic, "*" if not opts.tags else opts.tags)
     rec = run.consume
+    clock = asyncio.get_running_loop().time
+    bound = opts.messages
+    ok = _consume_success()
 
     async def listener(msgs: Sequence[Any], ctx: Any) -> Any:
         now = time.time() * 1000.0
@@ -318,7 +342,11 @@ async def _start_consumer(cls: Any, opts: BenchOptions, run: _Run) -> Any:
             b2c.append(now - m.born_timestamp)
             s2c.append(now - m.store_timestamp)
         rec.count += len(msgs)
-        return _consume_success()
+        rec.total_seen += len(msgs)
+        rec.last_at = clock()
+        if bound and rec.total_seen >= bound:
+            run.stop.set()
+        return ok
 
     consumer.register_listener(listener)
     try:
@@ -461,7 +489,7 @@ async def _progress(run: _Run) -> None:
 
 def _summary(run: _Run) -> None:
     out = run.console.print
-    elapsed = max(1e-9, run.elapsed)
+    per_msg = 0
     for title, rec, samples in (("Send", run.send, run.send_samples), ("Consume", run.consume,
                                                                        run.consume_samples)):
         if not samples:
@@ -471,8 +499,59 @@ def _summary(run: _Run) -> None:
         avg = rec.total_sum / rec.total_count if rec.total_count else 0.0
         worst = max(s.max_ms for s in samples)
         pct = " | ".join(f"p{q:g}(ms): {rec.percentile(q):.3f}" for q in (50, 90, 99, 99.9))
-        out(f"[{title} summary] total: {total} | failed: {failed} | TPS: {total / elapsed:.0f} | "
+        span = run.elapsed
+        if title == "Consume" and rec.last_at > run.started:
+            span = min(span, rec.last_at - run.started)
+        # CPU is charged to the messages of the first side: e2e's per message is send + consume.
+        per_msg = per_msg or total
+        out(f"[{title} summary] total: {total} | failed: {failed} | TPS: {total / max(1e-9, span):.0f} | "
             f"Average RT(ms): {avg:.3f} | {pct} | Max RT(ms): {worst:.3f}")
+    if per_msg:
+        out(f"[CPU summary] {run.cpu.describe(per_msg)}")
+
+
+class CpuMeter:
+    """CPU seconds of this process and, given its pid, of a broker on this host, over the run."""
+
+    def __init__(self, broker_pid: int = 0) -> None:
+        self.broker_pid = broker_pid
+        self._at = (0.0, 0.0)
+        self.client = 0.0
+        self.broker = float("nan")
+        self.wall = 0.0
+
+    def _now(self) -> tuple[float, float]:
+        return time.process_time(), process_cpu_seconds(self.broker_pid) if self.broker_pid else float("nan")
+
+    def start(self) -> None:
+        self._at = self._now()
+        self.wall = time.perf_counter()
+
+    def stop(self) -> None:
+        client, broker = self._now()
+        self.client = client - self._at[0]
+        self.broker = broker - self._at[1]
+        self.wall = time.perf_counter() - self.wall
+
+    def describe(self, messages: int) -> str:
+        """One line: CPU per message of each side and how busy it was, and the load average."""
+        us = 1e6 / max(1, messages)
+        wall = max(1e-9, self.wall)
+        parts = [f"client {self.client * us:.2f} us/msg ({self.client / wall:.0%} of a core)"]
+        if self.broker == self.broker:  # not NaN: a broker pid was given and readable
+            parts.append(f"broker {self.broker * us:.2f} us/msg ({self.broker / wall:.0%} of a core)")
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        return f"messages: {messages} | CPU {' | '.join(parts)} | load average: {load}"
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process on this host (Linux /proc; NaN when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
 
 
 def plot(send: Sequence[Sample], consume: Sequence[Sample], path: str) -> None:
