@@ -44,14 +44,19 @@ def read_queue(
         return GetMessageResult(_GS.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
     if offset > max_off:
         return GetMessageResult(_GS.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
-    ents = cq.entries(offset, max(MIN_SCAN, max_count))
-    if ents is None or len(ents) == 0:
+    # The scan beyond max_count is for filters and removed records, which a read skips; an
+    # unfiltered read of live records is filled by its first max_count entries, so it reads only
+    # those, and scans on as RocketMQ does only when one of them is dead.
+    scan = max(MIN_SCAN, max_count)
+    want_tags = tag_codes is not None
+    if tag_codes is None and record_filter is None:
+        phys, sizes, tags, alive = _scan(cq, cl, offset, max_count, want_tags)
+        if len(phys) and not alive.all() and max_count < scan:
+            phys, sizes, tags, alive = _scan(cq, cl, offset, scan, want_tags)
+    else:
+        phys, sizes, tags, alive = _scan(cq, cl, offset, scan, want_tags)
+    if not len(phys):
         return GetMessageResult(_GS.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
-    phys = ents["phys"].astype(np.int64)
-    sizes = ents["size"].astype(np.int64)
-    tags = ents["tags"].astype(np.int64) if tag_codes is not None else None
-    del ents  # the view pins the consume-queue mapping
-    alive = (phys >= cl.min_offset) & (sizes > 0) & (phys + sizes <= cl.max_offset)
     sel = alive
     if tags is not None and tag_codes is not None:
         sel = alive & np.isin(tags, np.fromiter(tag_codes, dtype=np.int64, count=len(tag_codes)))
@@ -89,6 +94,22 @@ def read_queue(
         return GetMessageResult(_GS.MESSAGE_WAS_REMOVING, offset + scanned, min_off, max_off)
     return GetMessageResult(_GS.FOUND, offset + scanned, min_off, max_off, buffers, len(idx), total,
                             idx + offset)
+
+
+def _scan(cq: ConsumeQueue, cl: CommitLog, offset: int, count: int,
+          want_tags: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """Up to `count` entries from `offset`: physical offsets, sizes, tag codes (if wanted) and
+    which of them still point into the commit log."""
+    ents = cq.entries(offset, count)
+    if ents is None or len(ents) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, None, np.zeros(0, dtype=bool)
+    phys = ents["phys"].astype(np.int64)
+    sizes = ents["size"].astype(np.int64)
+    tags = ents["tags"].astype(np.int64) if want_tags else None
+    del ents  # the view pins the consume-queue mapping
+    alive = (phys >= cl.min_offset) & (sizes > 0) & (phys + sizes <= cl.max_offset)
+    return phys, sizes, tags, alive
 
 
 def _filter_records(cl: CommitLog, phys: np.ndarray, sizes: np.ndarray, idx: np.ndarray, max_count: int,
