@@ -146,7 +146,8 @@ class ScheduleMessageService:
                 else:
                     pause = persist_in if pause is None else min(pause, persist_in)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), pause)
+                async with asyncio.timeout(pause):
+                    await self._wake.wait()
 
     def next_due_in(self, now: int | None = None) -> float | None:
         """Seconds until the earliest level head is due; None when no level holds a message."""

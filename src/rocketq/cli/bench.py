@@ -440,7 +440,8 @@ async def _report(run: _Run) -> float:
     while True:
         wake = run.started + tick * opts.interval
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(run.stop.wait(), max(0.0, wake - loop.time()))
+            async with asyncio.timeout(max(0.0, wake - loop.time())):
+                await run.stop.wait()
         if run.stop.is_set():
             return last
         now = loop.time()
@@ -481,7 +482,8 @@ async def _progress(run: _Run) -> None:
         task = bar.add_task(f"bench {run.opts.mode} {run.opts.topic}", total=total, rate="")
         while not run.stop.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(run.stop.wait(), 0.2)
+                async with asyncio.timeout(0.2):
+                    await run.stop.wait()
             samples = run.send_samples or run.consume_samples
             rate = f"{samples[-1].tps:,.0f} msg/s" if samples else ""
             bar.update(task, completed=loop.time() - run.started, rate=rate)

@@ -160,7 +160,8 @@ class NamesrvController:
         while True:
             interval = self.namesrv_config.scan_not_active_broker_interval / 1000.0
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await wake.wait()
             if wake.is_set():
                 wake.clear()
                 continue

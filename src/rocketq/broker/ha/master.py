@@ -181,7 +181,8 @@ class HAConnection:
                 await writer.drain()
                 last_write = now
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), min(IDLE_WAIT, heartbeat))
+                async with asyncio.timeout(min(IDLE_WAIT, heartbeat)):
+                    await self._wake.wait()
 
 
 class HAService:

@@ -87,7 +87,8 @@ class HAClient:
 
     async def _wait_change(self, timeout: float) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
         self._changed.clear()
 
     async def _session(self, addr: str) -> None:

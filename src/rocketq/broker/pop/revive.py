@@ -113,7 +113,8 @@ class ReviveService:
                 interval = min(interval, max(0.0, (nxt - now_ms()) / 1000.0))
             self._wake.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await self._wake.wait()
             try:
                 await self.revive_due(now_ms())
             except asyncio.CancelledError:

@@ -79,7 +79,8 @@ class TransactionalMessageCheckService:
         while True:
             interval = self._ctl.broker_config.transaction_check_interval / 1000
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await self._wakeup.wait()
             self._wakeup.clear()
             try:
                 await self.check_once()

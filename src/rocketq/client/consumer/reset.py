@@ -45,7 +45,8 @@ async def reset_offset(consumer: PushConsumer, topic: str, offsets: Mapping[Mess
                 # The orderly batch in the listener commits when it returns (even on a dropped
                 # queue): let it, then overwrite. The broker lock stays ours for the re-take.
                 try:
-                    await asyncio.wait_for(pq.consume_lock.acquire(), CONSUME_LOCK_WAIT)
+                    async with asyncio.timeout(CONSUME_LOCK_WAIT):
+                        await pq.consume_lock.acquire()
                     locked = True
                 except TimeoutError:
                     log.warning("[reset-offset] %s is still consuming; resetting it anyway", mq)

@@ -504,7 +504,8 @@ class RebalancePushImpl(RebalanceImpl):
         # Orderly: the batch in the listener must finish (and commit) before the offset is persisted
         # and the broker lock released, or the next owner could consume this queue concurrently.
         try:
-            await asyncio.wait_for(pq.consume_lock.acquire(), CONSUME_LOCK_WAIT)
+            async with asyncio.timeout(CONSUME_LOCK_WAIT):
+                await pq.consume_lock.acquire()
         except TimeoutError:
             pq.try_unlock_times += 1
             log.warning(

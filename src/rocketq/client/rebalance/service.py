@@ -68,8 +68,11 @@ class RebalanceService:
         wait = self.wait_interval
         while True:
             if wait > 0:
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancel that lands as
+                # the event fires, and shutdown() then waits forever for this task.
                 try:
-                    await asyncio.wait_for(self._wakeup.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._wakeup.wait()
                 except TimeoutError:
                     pass
             self._wakeup.clear()
