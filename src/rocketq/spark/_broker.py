@@ -28,6 +28,7 @@ from rocketq.client.api import PULL_SYS_FLAG_SUBSCRIPTION, MQClientAPI
 from rocketq.client.config import ClientConfig
 from rocketq.client.consumer.pull_api import PullAPIWrapper, one_off_subscription
 from rocketq.client.message import PullResultExt, PullStatus
+from rocketq.client.security import configure_transport
 from rocketq.codec.bodies import MessageQueue, SubscriptionData, TopicList, TopicRouteData
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
@@ -35,6 +36,7 @@ from rocketq.codec.headers import SendMessageRequestHeader, UpdateConsumerOffset
 from rocketq.errors import RemotingError, RocketQError, TopicNotExist, for_code
 from rocketq.remoting import RemotingClient, new_event_loop
 from rocketq.spark.errors import SourceUnavailableError, SparkOptionError
+from rocketq.spark.options import Security
 
 log = logging.getLogger("rocketq.spark")
 
@@ -72,7 +74,8 @@ class PullChunk:
 class BrokerSession:
     """A name-server-backed connection set with blocking methods; close() when done."""
 
-    def __init__(self, namesrv: str, *, timeout: float = 5.0, group: str = "rocketq-spark") -> None:
+    def __init__(self, namesrv: str, *, timeout: float = 5.0, group: str = "rocketq-spark",
+                 security: Security | None = None) -> None:
         if not namesrv or not namesrv.strip():
             raise SparkOptionError("namesrv", "the name server address is required (host:port[;host:port])")
         self.namesrv = namesrv
@@ -81,6 +84,10 @@ class BrokerSession:
         config = ClientConfig(namesrv_addr=namesrv, connect_timeout_millis=int(timeout * 1000),
                               mq_client_api_timeout=int(timeout * 1000))
         self._remoting = RemotingClient(connect_timeout=min(timeout, 3.0))
+        if security is not None:
+            configure_transport(self._remoting, ClientConfig(
+                credentials=security.credentials, tls=security.tls, tls_ca_file=security.tls_ca_file,
+                tls_verify=security.tls_verify))
         self.api = MQClientAPI(self._remoting, config)
         self.api.update_name_server_address_list(namesrv)
         self.pull_api = PullAPIWrapper(self.api, group)

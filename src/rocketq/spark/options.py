@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from rocketq.acl.signature import SessionCredentials
 from rocketq.spark.errors import SparkOptionError
 
 EARLIEST: Final = -2
@@ -63,6 +64,12 @@ READ_KEYS: Final = {
     "pullbatchsize": "messages asked per pull request",
     "pullwindow": "pull requests in flight per queue",
     "timeoutms": "deadline of each broker / name server call",
+    "accesskey": "ACL: access key the requests are signed with (with secretKey)",
+    "secretkey": "ACL: secret key of accessKey (never logged, shown as *** in plans)",
+    "securitytoken": "ACL: STS security token sent with the signature (optional)",
+    "tls": "true | false: connect to the name server and brokers over TLS",
+    "tlscafile": "PEM file of the CA that signed the servers' certificates (with tls=true)",
+    "tlsverify": "true | false: verify the servers' certificates (default true)",
 }
 
 WRITE_KEYS: Final = {
@@ -73,6 +80,12 @@ WRITE_KEYS: Final = {
     "batchsize": "messages per SEND_BATCH_MESSAGE request",
     "sendwindow": "batch requests in flight per task",
     "timeoutms": "deadline of each send",
+    "accesskey": "ACL: access key the requests are signed with (with secretKey)",
+    "secretkey": "ACL: secret key of accessKey (never logged, shown as *** in plans)",
+    "securitytoken": "ACL: STS security token sent with the signature (optional)",
+    "tls": "true | false: connect to the name server and brokers over TLS",
+    "tlscafile": "PEM file of the CA that signed the servers' certificates (with tls=true)",
+    "tlsverify": "true | false: verify the servers' certificates (default true)",
 }
 
 _TAG_RE: Final = re.compile(r"\s*\|\|\s*")
@@ -82,7 +95,8 @@ _CANONICAL: Final = {k.lower(): k for k in (
     "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "groupIdPrefix",
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition",
     "maxOffsetsPerTrigger", "consumerGroup", "brokerName", "pullBatchSize", "pullWindow", "timeoutMs",
-    "producerGroup", "queueKeyColumn", "batchSize", "sendWindow")}
+    "producerGroup", "queueKeyColumn", "batchSize", "sendWindow",
+    "accessKey", "secretKey", "securityToken", "tls", "tlsCaFile", "tlsVerify")}
 
 
 def _name(key: str) -> str:
@@ -117,6 +131,34 @@ def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     if text not in ("true", "false"):
         raise SparkOptionError(_name(key), f"expected true or false, got {raw!r}")
     return text == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Security:
+    """ACL credentials and TLS of the connector's connections. The secret and the token stay
+    out of ``repr`` (SessionCredentials hides them), so no plan, log line or traceback shows them."""
+
+    credentials: SessionCredentials | None = None
+    tls: bool = False
+    tls_ca_file: str | None = None
+    tls_verify: bool = True
+
+    @classmethod
+    def parse(cls, opts: Mapping[str, str]) -> Security:
+        access = (opts.get("accesskey") or "").strip()
+        secret = opts.get("secretkey") or ""
+        token = opts.get("securitytoken") or None
+        if bool(access) != bool(secret):
+            missing = "secretKey" if access else "accessKey"
+            raise SparkOptionError(missing, "set accessKey and secretKey together (ACL signs with both)")
+        if token and not access:
+            raise SparkOptionError("securityToken", "needs accessKey and secretKey")
+        ca = (opts.get("tlscafile") or "").strip() or None
+        tls = _bool(opts, "tls", False)
+        if ca is not None and not tls:
+            raise SparkOptionError("tlsCaFile", "has an effect only with tls=true")
+        return cls(credentials=SessionCredentials(access, secret, token) if access else None,
+                   tls=tls, tls_ca_file=ca, tls_verify=_bool(opts, "tlsverify", True))
 
 
 OffsetMap = dict[tuple[str, str, int], int]
@@ -249,6 +291,7 @@ class ReadOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60_000
     generated_group: str | None = None  # groupIdPrefix-<random id>, drawn once per parse
+    security: Security = Security()
 
     @property
     def group(self) -> str:
@@ -317,8 +360,16 @@ class ReadOptions:
             pull_batch_size=_int(opts, "pullbatchsize", 1024, 1) or 1024,
             pull_window=_int(opts, "pullwindow", 8, 1) or 8,
             timeout_ms=_int(opts, "timeoutms", 5000, 100) or 5000,
+            security=_security(opts, path),
             **_kafka_extras(opts, streaming),
         )
+
+
+def _security(opts: Mapping[str, str], path: str | None) -> Security:
+    security = Security.parse(opts)
+    if path is not None and security != Security():
+        raise SparkOptionError("path", "a path read talks to no server: drop the ACL / TLS options")
+    return security
 
 
 def _kafka_extras(opts: Mapping[str, str], streaming: bool | None) -> dict[str, Any]:
@@ -371,6 +422,7 @@ class WriteOptions:
     batch_size: int
     send_window: int
     timeout_ms: int
+    security: Security = Security()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -387,4 +439,5 @@ class WriteOptions:
             batch_size=_int(opts, "batchsize", 512, 1) or 512,
             send_window=_int(opts, "sendwindow", 8, 1) or 8,
             timeout_ms=_int(opts, "timeoutms", 5000, 100) or 5000,
+            security=Security.parse(opts),
         )

@@ -61,7 +61,8 @@ class RocketQPartition(InputPartition):
 def open_source(opts: ReadOptions) -> Source:
     if opts.path is not None:
         return StoreDirectory(opts.path, opts.broker_name)
-    return BrokerSession(opts.namesrv or "", timeout=opts.timeout_ms / 1000, group=opts.group)
+    return BrokerSession(opts.namesrv or "", timeout=opts.timeout_ms / 1000, group=opts.group,
+                         security=opts.security)
 
 
 def close_source(source: Source) -> None:
@@ -87,7 +88,8 @@ def read_partition(opts: ReadOptions, schema: RowSchema, part: RocketQPartition)
         for r in part.queue_ranges():
             yield from store.read(r.ref, r.start, r.end, schema, tags=opts.tags, on_loss=on_loss)
         return
-    session = BrokerSession(opts.namesrv or "", timeout=opts.timeout_ms / 1000, group=opts.group)
+    session = BrokerSession(opts.namesrv or "", timeout=opts.timeout_ms / 1000, group=opts.group,
+                         security=opts.security)
     try:
         for r in part.queue_ranges():
             yield from _read_range(session, opts, schema, r, on_loss)

@@ -295,7 +295,7 @@ class _Sender:
     def __init__(self, opts: WriteOptions, extra: dict[str, str]) -> None:
         self.opts = opts
         self.extra = extra
-        self.session = BrokerSession(opts.namesrv, timeout=opts.timeout_ms / 1000)
+        self.session = BrokerSession(opts.namesrv, timeout=opts.timeout_ms / 1000, security=opts.security)
         self.pipeline = self.session.sender(opts.producer_group, opts.send_window)
         self.queues: dict[str, list[QueueRef]] = {}
         self.uniq = UniqIds()
