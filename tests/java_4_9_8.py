@@ -77,4 +77,6 @@ ROCKETQ_ONLY = {
     "plainAclFile", "innerAccessKey", "tls.server.mode", "tls.server.certPath", "tls.server.keyPath",
     "tls.server.need.client.auth", "tls.server.trustCertPath", "tls.enable", "tls.client.authServer",
     "tls.client.trustCertPath",
+    # ACL 2.0's switches (5.3's AuthConfig; initAuthenticationUser is never reported)
+    "authenticationEnabled", "authorizationEnabled",
 }

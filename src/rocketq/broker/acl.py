@@ -38,20 +38,35 @@ def acl_file_path(configured: str, data_dir: Path) -> Path:
 
 
 class AclService:
-    """One server's ACL: validate each request, reload the file when it changes."""
+    """One server's ACL: validate each request, reload the file when it changes.
 
-    def __init__(self, path: Path) -> None:
+    ``v1`` (aclEnable): plain_acl.yml's accounts, and 2.0 users checked in full. Without it, 5.3's
+    switches: ``authentication`` (a user's signature), ``authorization`` (the user's policies)."""
+
+    def __init__(self, path: Path, *, v1: bool = True, authentication: bool = False,
+                 authorization: bool = False, init_user: str = "") -> None:
         from rocketq.broker.auth2 import Auth2Store
 
+        self.v1 = v1
+        self.authentication = authentication or v1
+        self.authorization = authorization or v1
         self.manager = PlainPermissionManager(path)
         # ACL 2.0's users and ACLs, beside the 1.0 file (broker/auth2.py)
         self.auth2 = Auth2Store(path.with_name("acl2.json"))
-        if not path.exists():
+        if init_user.strip():
+            self.auth2.init_user(init_user)
+        if v1 and not path.exists():
             log.warning("aclEnable=true but %s does not exist: only white-listed peers get in", path)
+        if self.authorization and not self.authentication:
+            log.warning("authorizationEnabled without authenticationEnabled: a request is judged by "
+                        "the user its AccessKey names, unverified (as RocketMQ 5.3 does)")
 
     def validate(self, request: RemotingCommand, channel: Channel) -> None:
         """A 1.0 account of plain_acl.yml is checked as 1.0; a 2.0 user (a name no 1.0 account
         has) as 2.0; anything else is refused by the 1.0 rules (with their remarks)."""
+        if not self.v1:
+            self._validate_v2(request, channel)
+            return
         users = self.auth2.rules.users
         if users:
             fields = request.fields()
@@ -63,6 +78,20 @@ class AclService:
                 rules.authorize(rules.authenticate(req), request, req.remote_ip)
                 return
         self.manager.validate(request, channel.remote_address)
+
+    def _validate_v2(self, request: RemotingCommand, channel: Channel) -> None:
+        """RocketMQ 5.3's AuthenticationProcessor / AuthorizationProcessor, each when enabled."""
+        rules = self.auth2.rules
+        req = parse_request(request, channel.remote_address)
+        if self.authentication:
+            user = rules.authenticate(req)
+        else:
+            found = rules.users.get(req.access_key or "")
+            if found is None:
+                raise AclError(f"User:{req.access_key} is not found.")
+            user = found
+        if self.authorization:
+            rules.authorize(user, request, req.remote_ip)
 
     def reload_if_changed(self) -> None:
         self.manager.reload_if_changed()

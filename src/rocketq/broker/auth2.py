@@ -16,6 +16,7 @@ from rocketq.acl.v2 import AclPolicy, AuthRules, User
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.configfile import write_atomically
+from rocketq.errors import ConfigError
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -33,6 +34,20 @@ class Auth2Store:
         self.rules = AuthRules()
         if path.exists():
             self.rules = AuthRules.from_mapping(orjson.loads(path.read_bytes()))
+
+    def init_user(self, text: str) -> None:
+        """initAuthenticationUser: the JSON user made a Super user unless one of its name exists
+        (5.3's AuthenticationMetadataManagerImpl.initUser). A bad value stops the start."""
+        try:
+            info = orjson.loads(text)
+            if not isinstance(info, dict):
+                raise AclError("expected a JSON object")
+            user = User.from_info({**info, "userType": "Super"})
+        except (orjson.JSONDecodeError, AclError) as e:
+            raise ConfigError(f"initAuthenticationUser: Init authentication user error: {e}") from None
+        if user.username not in self.rules.users:
+            self.put_user(user, create=True)
+            log.info("initAuthenticationUser: created the super user %s", user.username)
 
     def _save(self, rules: AuthRules) -> None:
         write_atomically(self.path, orjson.dumps(rules.to_mapping(), option=orjson.OPT_INDENT_2))

@@ -100,6 +100,14 @@ class BrokerConfig:
     # The account of plainAclFile whose secret signs this broker's requests to the name servers
     # (no secret in any config): "" = the first admin account of the file.
     inner_access_key: str = restart_required("", why=_ACL)
+    # ACL 2.0 (RocketMQ 5.3's AuthConfig names and defaults; broker/acl.py): every request signed
+    # by a user of acl2.json, and that user's policies deciding. Either one alone builds the ACL
+    # without aclEnable; aclEnable checks 2.0 users as if both were on.
+    authentication_enabled: bool = restart_required(False, why=_ACL)
+    authorization_enabled: bool = restart_required(False, why=_ACL)
+    # 5.3's bootstrap: {"username": ..., "password": ...}, created as a Super user at start unless
+    # it exists. Not reported by GET_BROKER_CONFIG (5.3 reports no AuthConfig key either).
+    init_authentication_user: str = restart_required("", why=_ACL)
 
     def __post_init__(self) -> None:
         check_port("metricsPort", self.metrics_port, off=True)

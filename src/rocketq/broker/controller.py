@@ -98,12 +98,15 @@ class BrokerController:
     def _build_acl(self) -> Any:
         """aclEnable: every request is checked before its processor (and this broker signs what it
         sends the name servers); off, nothing of the ACL is built or called."""
-        if not self.broker_config.acl_enable:
+        cfg = self.broker_config
+        if not (cfg.acl_enable or cfg.authentication_enabled or cfg.authorization_enabled):
             return None
         from rocketq.broker.acl import AclService, acl_file_path
 
         data_dir = Path(self.store_config.store_path_root_dir).expanduser().absolute().parent
-        acl = AclService(acl_file_path(self.broker_config.plain_acl_file, data_dir))
+        acl = AclService(acl_file_path(cfg.plain_acl_file, data_dir), v1=cfg.acl_enable,
+                         authentication=cfg.authentication_enabled, authorization=cfg.authorization_enabled,
+                         init_user=cfg.init_authentication_user)
         self.server.set_request_validator(acl.validate)
         return acl
 

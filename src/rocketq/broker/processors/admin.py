@@ -529,7 +529,7 @@ def broker_config_text(ctl: BrokerController) -> str:
     with port 0 reports the port the system picked."""
     live = {"listenPort": str(ctl.listen_port), "haListenPort": str(ha_listen_port(ctl))}
     lines = [line for line in dump_properties(ctl.configs).splitlines()
-             if line.partition("=")[0] not in live]
+             if line.partition("=")[0] not in live and not line.startswith("initAuthenticationUser=")]
     lines += [f"{key}={value}" for key, value in live.items()]
     return "".join(line + "\n" for line in lines)
 
