@@ -54,11 +54,16 @@ def _pump(stream: Any, lines: queue.Queue[str], keep: list[str] | None) -> None:
 
 @pytest.fixture(scope="module")
 def dashboard(cluster: RocketQCluster) -> Iterator[Dashboard]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    yield from run_dashboard(cluster.namesrv_addr)
+
+
+def run_dashboard(namesrv: str, *extra: str, env: dict[str, str] | None = None) -> Iterator[Dashboard]:
+    """A ``rocketq dashboard`` process on a free port (with ``extra`` arguments) until closed."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     env.pop("NAMESRV_ADDR", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rocketq.cli.main", "dashboard", "-n", cluster.namesrv_addr, "--port", "0",
-         "--log-level", "WARNING"],
+        [sys.executable, "-m", "rocketq.cli.main", "dashboard", "-n", namesrv, "--port", "0",
+         "--log-level", "WARNING", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     out: queue.Queue[str] = queue.Queue()

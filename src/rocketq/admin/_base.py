@@ -103,6 +103,11 @@ class AdminBase:
         await self.shutdown()
 
     @property
+    def security(self) -> ClientConfig:
+        """The credentials and TLS settings the connections use (for another connection alike)."""
+        return self._security
+
+    @property
     def api(self) -> MQClientAPI:
         if self._api is None:
             raise RuntimeError("the admin client is not started: call start() or use 'async with'")

@@ -51,6 +51,9 @@ def add_command(commands: Any) -> None:
     p.add_argument("--users", metavar="FILE",
                    help="require a sign-in: users, password hashes and roles (admin, read-only) in "
                         "this YAML file (docs/dashboard.md)")
+    p.add_argument("--acl-users", action="store_true",
+                   help="require a sign-in with the brokers' ACL 2.0 users: Super users may change, "
+                        "Normal users only read (docs/dashboard.md)")
     p.add_argument("--hash-password", action="store_true",
                    help="read a password from the terminal, print its hash for --users, and exit")
     p.add_argument("--access-key", metavar="AK",
@@ -70,11 +73,13 @@ def _handle(args: argparse.Namespace) -> int:
         return 0
     if not args.namesrv_addr:
         raise UsageError("no name server given: use -n host:port or set NAMESRV_ADDR")
+    if args.users and args.acl_users:
+        raise UsageError("--users and --acl-users: sign in with one of them, not both")
     from rocketq.remoting.loop import new_event_loop
 
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         return runner.run(run_dashboard(args.namesrv_addr, args.host, args.port, args.timeout, sys.stdout,
-                                        users=_users(args.users),
+                                        users=_users(args.users), acl_users=args.acl_users,
                                         credentials=session_credentials(args.access_key, args.secret_key)))
 
 
@@ -87,7 +92,7 @@ def _users(path: str | None) -> Any:
 
 
 async def run_dashboard(namesrv: str, host: str, port: int, timeout: float, out: TextIO, *,
-                        users: Any = None, credentials: Any = None) -> int:
+                        users: Any = None, credentials: Any = None, acl_users: bool = False) -> int:
     """Serve until a signal, announcing READY on ``out``."""
     try:
         from rocketq.dashboard import start_dashboard
@@ -96,7 +101,7 @@ async def run_dashboard(namesrv: str, host: str, port: int, timeout: float, out:
 
     try:
         server = await start_dashboard(namesrv, host, port, timeout=timeout, users=users,
-                                       credentials=credentials)
+                                       credentials=credentials, acl_users=acl_users)
     except OSError as exc:
         raise CliError(f"the dashboard failed to start on {host}:{port}: {exc.strerror or exc}") from None
     stop = asyncio.Event()

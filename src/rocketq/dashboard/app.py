@@ -20,7 +20,8 @@ from aiohttp import web
 from rocketq.acl.signature import SessionCredentials
 from rocketq.admin import AdminClient
 from rocketq.dashboard import broker, dlq, manage, pages, producers, trace
-from rocketq.dashboard.auth import SESSIONS_KEY, DashboardUser, Sessions, auth_middleware
+from rocketq.dashboard.acl_users import BrokerUsers
+from rocketq.dashboard.auth import SESSIONS_KEY, DashboardUser, Sessions, Verifier, auth_middleware
 from rocketq.dashboard.render import CHART_JS, CHART_PATH, TPS_CHART_PATH, TPS_JS, page
 from rocketq.errors import (
     InvalidArgument,
@@ -214,15 +215,18 @@ async def _reset(request: web.Request, admin: AdminClient) -> str:
 
 
 def build_app(admin: AdminClient, allowed_hosts: set[str] | None = None,
-              users: dict[str, DashboardUser] | None = None) -> web.Application:
+              users: dict[str, DashboardUser] | None = None,
+              verify: Verifier | None = None) -> web.Application:
     """The aiohttp application over a started ``admin``; ``allowed_hosts`` are the accepted
-    ``host:port`` Host headers (empty: any); ``users``: sign-in required (dashboard/auth.py)."""
+    ``host:port`` Host headers (empty: any); ``users`` or ``verify``: sign-in required
+    (dashboard/auth.py)."""
     middlewares: list[Any] = [_guard]
-    if users:
+    signs_in = bool(users) or verify is not None
+    if signs_in:
         middlewares.append(auth_middleware)
     app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
-    if users:
-        app[SESSIONS_KEY] = Sessions(users)
+    if signs_in:
+        app[SESSIONS_KEY] = Sessions(users or {}, verify=verify)
         app.router.add_get("/login", _unreachable)  # answered by auth_middleware
         app.router.add_post("/login", _unreachable)
         app.router.add_post("/logout", _unreachable)
@@ -287,9 +291,13 @@ class DashboardServer:
 async def start_dashboard(
     namesrv_addr: str | None, host: str = "127.0.0.1", port: int = 0, *, timeout: float = 5.0,
     users: dict[str, DashboardUser] | None = None, credentials: SessionCredentials | None = None,
+    acl_users: bool = False,
 ) -> DashboardServer:
     """Serve the dashboard on ``host:port`` (0: a free port) over the name servers ``namesrv_addr``;
-    ``users``: a sign-in is required; ``credentials``: the ACL account the dashboard acts as."""
+    ``users``: a sign-in is required; ``acl_users``: a sign-in with the brokers' ACL 2.0 users
+    (dashboard/acl_users.py); ``credentials``: the ACL account the dashboard acts as."""
+    if users and acl_users:
+        raise InvalidArgument("sign in with a users file or with the ACL 2.0 users, not both")
     admin = AdminClient(namesrv_addr, timeout=timeout, credentials=credentials)
     await admin.start()
     try:
@@ -305,7 +313,8 @@ async def start_dashboard(
         hosts.add(f"localhost:{bound_port}")
     elif host in ("0.0.0.0", "::", ""):
         hosts = set()  # reachable under any of the machine's names: no Host check to make
-    runner = web.AppRunner(build_app(admin, hosts, users), access_log=None, handle_signals=False)
+    verify = BrokerUsers(admin).verify if acl_users else None
+    runner = web.AppRunner(build_app(admin, hosts, users, verify), access_log=None, handle_signals=False)
     try:
         await runner.setup()
         await web.SockSite(runner, sock).start()

@@ -35,7 +35,8 @@ from aiohttp import web
 from rocketq.dashboard.render import esc, page
 from rocketq.errors import ConfigError
 
-__all__ = ["DashboardUser", "Sessions", "auth_middleware", "hash_password", "load_users", "verify_password"]
+__all__ = ["DashboardUser", "Sessions", "Verifier", "auth_middleware", "hash_password", "load_users",
+           "verify_password"]
 
 Role = Literal["admin", "read-only"]
 COOKIE: Final = "rocketq_session"
@@ -113,20 +114,31 @@ class Session:
     expires: float
 
 
-class Sessions:
-    """Server-side sessions: the cookie holds only a random token."""
+Verifier = Callable[[str, str], Awaitable["DashboardUser | None"]]
 
-    def __init__(self, users: dict[str, DashboardUser], idle: float = SESSION_IDLE) -> None:
+
+class Sessions:
+    """Server-side sessions: the cookie holds only a random token. Users come from ``users`` (a
+    users file) or, with ``verify``, from elsewhere (``--acl-users``: dashboard/acl_users.py)."""
+
+    def __init__(self, users: dict[str, DashboardUser], idle: float = SESSION_IDLE, *,
+                 verify: Verifier | None = None) -> None:
         self.users = users
         self.idle = idle
+        self.verify = verify
         self._by_token: dict[str, Session] = {}
 
-    def login(self, username: str, password: str) -> str | None:
-        user = self.users.get(username)
-        # A made-up hash keeps an unknown name as slow as a wrong password.
-        ok = verify_password(password, user.password_hash if user else _DUMMY_HASH)
-        if user is None or not ok:
+    async def login(self, username: str, password: str) -> str | None:
+        if self.verify is not None:
+            found = await self.verify(username, password)
+        else:
+            user = self.users.get(username)
+            # A made-up hash keeps an unknown name as slow as a wrong password.
+            ok = verify_password(password, user.password_hash if user else _DUMMY_HASH)
+            found = user if ok else None
+        if found is None:
             return None
+        user = found
         self._expire()
         token = secrets.token_urlsafe(32)
         self._by_token[token] = Session(user, secrets.token_urlsafe(32), time.monotonic() + self.idle)
@@ -191,7 +203,7 @@ async def _login(request: web.Request, sessions: Sessions) -> web.StreamResponse
     form = await request.post()
     username, password = str(form.get("username", "")), str(form.get("password", ""))
     next_path = _safe_next(str(form.get("next", "/")))
-    token = sessions.login(username, password)
+    token = await sessions.login(username, password)
     if token is None:
         return _html(_login_page("Wrong user name or password.", next_path), 401)
     response = _see_other(next_path)
