@@ -14,7 +14,7 @@ from rocketq.acl import (
     request_content,
 )
 from rocketq.acl.errors import AclError
-from rocketq.acl.signature import HmacSha1
+from rocketq.acl.signature import HmacSha1, signed_head
 from rocketq.codec.command import RemotingCommand, decode_header, encode_json_header
 
 # printf 'RocketMQgtopicAxhello' | openssl dgst -sha1 -hmac 12345678 -binary | base64
@@ -83,3 +83,15 @@ def test_the_precomputed_hmac_is_hmac_sha1(key: bytes, body: object) -> None:
     whole = body if isinstance(body, bytes) else b"".join(bytes(p) for p in body)  # type: ignore[attr-defined]
     expected = base64.b64encode(hmac.digest(key, b"head" + whole, "sha1")).decode()
     assert HmacSha1(key).sign(b"head", body) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fields", [
+    {},
+    {"Signature": "s"},
+    {"AccessKey": "ak"},
+    {"AccessKey": "ak", "Signature": "s", "_UNIQUE_KEY_QUERY": "true"},
+    {"b": "2", "a": "1", "AccessKey": "ak", "c": "\u00e9", "Signature": "s"},
+])
+def test_the_signed_head_is_the_values_sorted_by_key(fields: dict[str, str]) -> None:
+    expected = "".join(v for k, v in sorted(fields.items()) if k not in ("Signature", "_UNIQUE_KEY_QUERY"))
+    assert signed_head(dict(fields)) == signed_head(dict(fields)) == expected.encode()
