@@ -444,6 +444,16 @@ def small_store(
 SMALL_STORE = small_store()
 
 
+def start_acl_cluster(tmp_path: Path, plain_acl: str, *extra_args: str) -> Cluster:
+    """``rocketq up`` with aclEnable on the broker and the name server, the accounts of
+    ``plain_acl`` in <data-dir>/conf/plain_acl.yml (where both look for it)."""
+    conf = tmp_path / "data" / "conf"
+    conf.mkdir(parents=True)
+    (conf / "plain_acl.yml").write_text(plain_acl)
+    return start_cluster(tmp_path, *SMALL_STORE, *extra_args, "--set", "aclEnable=true",
+                         "--set", "namesrv.aclEnable=true")
+
+
 # The broker as strict as Apache RocketMQ 4.9.8 (rocketq/broker/compat.py): every test of a module
 # whose cluster fixture is built with ``also_as_4_9=True`` runs a second time against it.
 AS_4_9: Final = ("--set", "compatibilityMode=4.9")

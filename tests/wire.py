@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 from tests.harness import wait_until
 
+from rocketq.acl import RequestSigner, SessionCredentials
 from rocketq.codec.bodies import TopicConfig, TopicConfigSerializeWrapper, TopicRouteData
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
@@ -43,6 +44,14 @@ DEFAULT_TIMEOUT = 5.0
 PULL_SUSPEND = 0x2
 PULL_SUBSCRIPTION = 0x4
 PULL_COMMIT_OFFSET = 0x1
+
+
+def signed_client(creds: SessionCredentials | None) -> RemotingClient:
+    """A client that signs every request with ``creds`` (ACL 1.0 / 2.0), or an unsigned one."""
+    client = RemotingClient()
+    if creds is not None:
+        client.request_hook = RequestSigner(creds)
+    return client
 
 _uniq = UniqIdGenerator()
 

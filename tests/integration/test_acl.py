@@ -12,10 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from tests.harness import SMALL_STORE, AdminRun, Cluster, start_cluster, unique_name, wait_until
+from tests.harness import AdminRun, Cluster, start_acl_cluster, unique_name, wait_until
 from tests.wire import create_topic, get_max_offset, get_route, send_message
+from tests.wire import signed_client as signed
 
-from rocketq.acl import RequestSigner, SessionCredentials
+from rocketq.acl import SessionCredentials
 from rocketq.aio import PushConsumer
 from rocketq.client.consumer import ConsumeStatus
 from rocketq.client.message import Message
@@ -24,7 +25,6 @@ from rocketq.codec.bodies import DataVersion, RegisterBrokerBody, TopicConfig, T
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.errors import NoPermission
-from rocketq.remoting import RemotingClient
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,22 +57,11 @@ accounts:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    tmp = tmp_path_factory.mktemp("acl")
-    conf = tmp / "data" / "conf"
-    conf.mkdir(parents=True)
-    (conf / "plain_acl.yml").write_text(PLAIN_ACL)
-    c = start_cluster(tmp, *SMALL_STORE, "--set", "aclEnable=true", "--set", "namesrv.aclEnable=true")
+    c = start_acl_cluster(tmp_path_factory.mktemp("acl"), PLAIN_ACL)
     try:
         yield c
     finally:
         c.stop()
-
-
-def signed(creds: SessionCredentials | None) -> RemotingClient:
-    client = RemotingClient()
-    if creds is not None:
-        client.request_hook = RequestSigner(creds)
-    return client
 
 
 async def max_offsets(cluster: Cluster, topic: str) -> list[int]:

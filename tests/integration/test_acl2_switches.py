@@ -10,12 +10,11 @@ import asyncio
 
 import pytest
 from tests.harness import SMALL_STORE, AdminRun, Cluster, module_cluster
-from tests.wire import create_topic, get_max_offset, send_message
+from tests.wire import create_topic, get_max_offset, send_message, signed_client
 
-from rocketq.acl import RequestSigner, SessionCredentials
+from rocketq.acl import SessionCredentials
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
-from rocketq.remoting import RemotingClient
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,22 +28,15 @@ cluster = module_cluster(
     "--set", f'initAuthenticationUser={{"username":"{ROOT.access_key}","password":"{ROOT.secret_key}"}}')
 
 
-def _client(creds: SessionCredentials | None) -> RemotingClient:
-    client = RemotingClient()
-    if creds is not None:
-        client.request_hook = RequestSigner(creds)
-    return client
-
-
 async def _send(cluster: Cluster, creds: SessionCredentials | None, topic: str) -> RemotingCommand:
-    async with _client(creds) as rc:
+    async with signed_client(creds) as rc:
         return await send_message(rc, cluster.broker, topic, b"53", queue_id=0)
 
 
 def test_bootstrap_user_switches_and_policies(cluster: Cluster, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     async def setup() -> str:
-        async with _client(ROOT) as rc:
+        async with signed_client(ROOT) as rc:
             for topic in (TOPIC, OTHER):
                 assert (await create_topic(rc, cluster.broker, topic)).code == ResponseCode.SUCCESS
             get_config = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG, {})
@@ -73,7 +65,7 @@ def test_bootstrap_user_switches_and_policies(cluster: Cluster, capsys: pytest.C
     assert (wrong.code, wrong.remark) == (ResponseCode.NO_PERMISSION, "check signature failed.")
 
     async def stored() -> tuple[int, int]:
-        async with _client(ROOT) as rc:
+        async with signed_client(ROOT) as rc:
             return (await get_max_offset(rc, cluster.broker, TOPIC, 0),
                     await get_max_offset(rc, cluster.broker, OTHER, 0))
     assert asyncio.run(stored()) == (1, 0)

@@ -6,18 +6,17 @@ shows the secret."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's usual alias
-from tests.harness import SMALL_STORE, Cluster, start_cluster, unique_name
-from tests.wire import create_topic, get_max_offset, get_route
+from tests.harness import Cluster, start_acl_cluster, unique_name
+from tests.spark.conftest import wait_route
+from tests.wire import create_topic, get_max_offset, signed_client
 
-from rocketq.acl import RequestSigner, SessionCredentials
-from rocketq.remoting import RemotingClient
+from rocketq.acl import SessionCredentials
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -41,28 +40,18 @@ accounts:
 
 @pytest.fixture(scope="module")
 def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    tmp = tmp_path_factory.mktemp("spark-acl")
-    conf = tmp / "data" / "conf"
-    conf.mkdir(parents=True)
-    (conf / "plain_acl.yml").write_text(PLAIN_ACL)
-    c = start_cluster(tmp, *SMALL_STORE, "--set", "aclEnable=true", "--set", "namesrv.aclEnable=true")
+    c = start_acl_cluster(tmp_path_factory.mktemp("spark-acl"), PLAIN_ACL)
     try:
         yield c
     finally:
         c.stop()
 
 
-def _admin_client() -> RemotingClient:
-    client = RemotingClient()
-    client.request_hook = RequestSigner(ADMIN)
-    return client
-
-
 def _topic(cluster: Cluster) -> str:
     topic = unique_name("SparkAcl")
 
     async def go() -> None:
-        async with _admin_client() as rc:
+        async with signed_client(ADMIN) as rc:
             r = await create_topic(rc, cluster.broker, topic, read=2, write=2)
             assert r.code == 0, r
     asyncio.run(go())
@@ -71,7 +60,7 @@ def _topic(cluster: Cluster) -> str:
 
 def _stored(cluster: Cluster, topic: str) -> int:
     async def go() -> int:
-        async with _admin_client() as rc:
+        async with signed_client(ADMIN) as rc:
             return sum([await get_max_offset(rc, cluster.broker, topic, q) for q in range(2)])
     return asyncio.run(go())
 
@@ -86,7 +75,7 @@ def test_signed_write_batch_read_and_stream(spark: SparkSession, acl_cluster: Cl
     rows = [(f"k{i}", f"v{i}") for i in range(50)]
     df = spark.createDataFrame(rows, "keys string, body string")
     # The route is there once the broker registered the topic; the write retries nothing, so wait.
-    _wait_route(acl_cluster, topic)
+    wait_route(acl_cluster, topic, timeout=30)
     _signed(df.write.format("rocketq").option("namesrv", acl_cluster.namesrv).option("topic", topic)).mode(
         "append").save()
     assert _stored(acl_cluster, topic) == 50
@@ -112,7 +101,7 @@ def test_signed_write_batch_read_and_stream(spark: SparkSession, acl_cluster: Cl
 
 def test_unsigned_and_wrong_secret_are_refused(spark: SparkSession, acl_cluster: Cluster) -> None:
     topic = _topic(acl_cluster)
-    _wait_route(acl_cluster, topic)
+    wait_route(acl_cluster, topic, timeout=30)
     unsigned_read = spark.read.format("rocketq").option("namesrv", acl_cluster.namesrv).option("topic", topic)
     with pytest.raises(Exception, match=r"No accessKey is configured") as unsigned:
         unsigned_read.load().collect()
@@ -134,18 +123,6 @@ def test_half_a_key_pair_fails_at_load_in_one_line(spark: SparkSession, acl_clus
     with pytest.raises(Exception, match="option 'accessKey': set accessKey and secretKey together") as e:
         base().option("secretKey", APP.secret_key).load()
     assert SECRET_MARK not in str(e.value)
-
-
-def _wait_route(cluster: Cluster, topic: str, timeout: float = 30.0) -> None:
-    async def poll() -> None:
-        async with _admin_client() as rc:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if await get_route(rc, cluster.namesrv, topic) is not None:
-                    return
-                await asyncio.sleep(0.2)
-            raise AssertionError(f"no route for {topic} after {timeout}s")
-    asyncio.run(poll())
 
 
 def test_security_options_parse_and_hide_the_secret() -> None:

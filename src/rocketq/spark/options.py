@@ -35,6 +35,16 @@ LATEST: Final = -1
 # Spark itself adds these (load(path), writeStream's checkpoint); they are not ours to reject.
 _SPARK_KEYS: Final = frozenset({"path", "checkpointlocation", "__checkpointlocation"})
 
+# ACL signing and TLS: the same for reads and writes (Security below).
+SECURITY_KEYS: Final = {
+    "accesskey": "ACL: access key the requests are signed with (with secretKey)",
+    "secretkey": "ACL: secret key of accessKey (never logged nor shown in plans)",
+    "securitytoken": "ACL: STS security token sent with the signature (optional)",
+    "tls": "true | false: connect to the name server and brokers over TLS",
+    "tlscafile": "PEM file of the CA that signed the servers' certificates (with tls=true)",
+    "tlsverify": "true | false: verify the servers' certificates (default true)",
+}
+
 READ_KEYS: Final = {
     "namesrv": "name server list host:port[;host:port] (or option path)",
     "path": "a broker's data/store directory, read without a broker",
@@ -64,12 +74,7 @@ READ_KEYS: Final = {
     "pullbatchsize": "messages asked per pull request",
     "pullwindow": "pull requests in flight per queue",
     "timeoutms": "deadline of each broker / name server call",
-    "accesskey": "ACL: access key the requests are signed with (with secretKey)",
-    "secretkey": "ACL: secret key of accessKey (never logged, shown as *** in plans)",
-    "securitytoken": "ACL: STS security token sent with the signature (optional)",
-    "tls": "true | false: connect to the name server and brokers over TLS",
-    "tlscafile": "PEM file of the CA that signed the servers' certificates (with tls=true)",
-    "tlsverify": "true | false: verify the servers' certificates (default true)",
+    **SECURITY_KEYS,
 }
 
 WRITE_KEYS: Final = {
@@ -80,12 +85,7 @@ WRITE_KEYS: Final = {
     "batchsize": "messages per SEND_BATCH_MESSAGE request",
     "sendwindow": "batch requests in flight per task",
     "timeoutms": "deadline of each send",
-    "accesskey": "ACL: access key the requests are signed with (with secretKey)",
-    "secretkey": "ACL: secret key of accessKey (never logged, shown as *** in plans)",
-    "securitytoken": "ACL: STS security token sent with the signature (optional)",
-    "tls": "true | false: connect to the name server and brokers over TLS",
-    "tlscafile": "PEM file of the CA that signed the servers' certificates (with tls=true)",
-    "tlsverify": "true | false: verify the servers' certificates (default true)",
+    **SECURITY_KEYS,
 }
 
 _TAG_RE: Final = re.compile(r"\s*\|\|\s*")
