@@ -108,6 +108,9 @@ class BrokerConfig:
     # 5.3's bootstrap: {"username": ..., "password": ...}, created as a Super user at start unless
     # it exists. Not reported by GET_BROKER_CONFIG (5.3 reports no AuthConfig key either).
     init_authentication_user: str = restart_required("", why=_ACL)
+    # RECALL_MESSAGE (timer messages, RocketMQ 5.3.2): off by default, as in Java.
+    recall_message_enable: bool = runtime_updatable(False)
+    allow_recall_when_broker_not_writeable: bool = runtime_updatable(True)
 
     def __post_init__(self) -> None:
         check_port("metricsPort", self.metrics_port, off=True)

@@ -32,6 +32,7 @@ from rocketq.broker.rebalance_lock import RebalanceLockManager
 from rocketq.broker.schedule import ScheduleMessageService
 from rocketq.broker.stats import BrokerStats
 from rocketq.broker.subscription_manager import SubscriptionGroupManager
+from rocketq.broker.timer import TIMER_TOPIC, TimerService
 from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TopicConfigManager
 from rocketq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
 from rocketq.codec.bodies import DataVersion
@@ -85,6 +86,7 @@ class BrokerController:
         self.transaction_check_service = TransactionalMessageCheckService(self, self.transaction_service)
         self.replication: Replication | None = None  # built with the store (broker/ha/)
         self.pop_service: PopService | None = None  # built once the store is ready
+        self.timer_service: TimerService | None = None  # timer messages, when timerWheelEnable
         self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
         self.processors: BrokerProcessors | None = None  # built once the store is ready
         self.boot_timestamp = int(time.time() * 1000)
@@ -182,6 +184,10 @@ class BrokerController:
             raise RuntimeError(f"the message store under {root} failed to load")
         await self.store.start()
         self._build_schedule_service()
+        if self.store_config.timer_wheel_enable and not self.broker_config.is_slave:
+            # The master alone delivers timers: a slave keeps the master's timer topic as data.
+            self.timer_service = TimerService(self)
+            await asyncio.to_thread(self.timer_service.load)
         self.replication = Replication(self)
         await self.replication.start()
         if not self.broker_config.is_slave:  # pop writes checkpoints and revives: the master's work
@@ -193,6 +199,8 @@ class BrokerController:
             await self.schedule_service.start()  # a slave only keeps the master's progress
         if not self.broker_config.is_slave:
             await self.transaction_check_service.start()  # the master alone checks half messages
+        if self.timer_service is not None:
+            await self.timer_service.start()
         self.stats.sample()
         self._spawn(self._every(STATS_SAMPLE_INTERVAL, self.stats.sample))
         self._spawn(self._every(self.broker_config.flush_consumer_offset_interval / 1000,
@@ -238,6 +246,9 @@ class BrokerController:
             await self.replication.shutdown()
         if self.pop_service is not None:
             await self.pop_service.shutdown()
+        timer, self.timer_service = self.timer_service, None
+        if timer is not None:
+            await timer.shutdown()
         store = self.store
         if store is not None:
             with contextlib.suppress(Exception):
@@ -274,6 +285,9 @@ class BrokerController:
             await self.replication.shutdown()
         if self.pop_service is not None:
             await self.pop_service.shutdown()
+        timer, self.timer_service = self.timer_service, None
+        if timer is not None:
+            await timer.shutdown()
         for manager in (self.topic_manager, self.offset_manager, self.subscription_manager):
             try:
                 await manager.flush()
@@ -309,6 +323,8 @@ class BrokerController:
         delayed message came in (it sleeps until the next due one otherwise)."""
         if topic == RMQ_SYS_SCHEDULE_TOPIC and self.schedule_service is not None:
             self.schedule_service.wakeup()
+        elif topic == TIMER_TOPIC and self.timer_service is not None:
+            self.timer_service.wakeup()
         self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.replication is not None:
             self.replication.notify_appended()

@@ -35,6 +35,7 @@ RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+RMQ_SYS_WHEEL_TIMER = SYSTEM_TOPIC_PREFIX + "wheel_timer"  # TimerMessageStore.TIMER_TOPIC
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SCHEDULE_QUEUE_NUMS = 18
@@ -229,6 +230,7 @@ class TopicConfigManager:
         if bc.trace_topic_enable:
             entries.append(new_topic_config(bc.msg_trace_topic_name, 1, 1, rw))
             self.system_topics.add(bc.msg_trace_topic_name)
+        entries.append(new_topic_config(RMQ_SYS_WHEEL_TIMER, 1, 1, rw))  # timer messages wait here
         # Where repliers send (request-reply); never consumed, the broker pushes replies.
         reply = reply_topic(bc.broker_cluster_name)
         entries.append(new_topic_config(reply, 1, 1, rw))

@@ -134,6 +134,10 @@ class RequestCode(IntEnum):
     AUTH_DELETE_ACL = 3008
     AUTH_GET_ACL = 3009
     AUTH_LIST_ACL = 3010
+    # timer messages (RocketMQ 5.x)
+    GET_TIMER_CHECK_POINT = 60
+    GET_TIMER_METRICS = 61
+    RECALL_MESSAGE = 370
 
 
 class ResponseCode(IntEnum):

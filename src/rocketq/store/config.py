@@ -6,6 +6,7 @@ TOML, the environment and flags (a typo is an error, not silence).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -58,6 +59,15 @@ class MessageStoreConfig:
     message_delay_level: str = restart_required(
         "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
         why="the delay levels are fixed at start")
+    # -- timer messages (RocketMQ 5: TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS) --
+    timer_wheel_enable: bool = restart_required(True, why="the timer service is built at start")
+    # Java's setter snaps to 100 / 200 / 500 / 1000 (see __post_init__); the wheel's slots mean
+    # nothing under another precision, so a store keeps the one it was built with.
+    timer_precision_ms: int = restart_required(1000, why=_LAYOUT)
+    timer_max_delay_sec: int = runtime_updatable(3600 * 24 * 3)
+    timer_roll_window_slot: int = restart_required(3600 * 24 * 2, why="the wheel is laid out at start")
+    mapped_file_size_timer_log: int = restart_required(100 * 1024 * 1024, why=_LAYOUT)
+    timer_flush_interval_ms: int = restart_required(1000, why="the timer's flush task is started with it")
 
     # Replication (RocketMQ 4.x HA, docs/ha.md). haListenPort unset: the broker's listenPort + 1.
     ha_listen_port: int | None = restart_required(None, why=_HA)
@@ -71,6 +81,9 @@ class MessageStoreConfig:
     access_message_in_memory_max_ratio: int = runtime_updatable(40)
 
     def __post_init__(self) -> None:
+        snapped = snap_timer_precision(self.timer_precision_ms)
+        if snapped != self.timer_precision_ms:
+            object.__setattr__(self, "timer_precision_ms", snapped)
         self.validate()
 
     def validate(self) -> None:
@@ -114,3 +127,13 @@ class MessageStoreConfig:
                 raise ConfigError(f"bad messageDelayLevel entry {word!r}")
             out.append(int(m.group(1)) * _UNIT_MS[m.group(2)])
         return out
+
+
+def snap_timer_precision(ms: int) -> int:
+    """MessageStoreConfig.setTimerPrecisionMs: the largest of 100/200/500/1000 not above ``ms``
+    (100 below it)."""
+    candidates = (100, 200, 500, 1000)
+    for lower, upper in itertools.pairwise(candidates):
+        if ms < upper:
+            return lower
+    return candidates[-1]

@@ -682,6 +682,48 @@ async def _max_pop_polling_size(c: Ctx) -> None:
     await _second_pop_is_refused_as_full(c, "maxPopPollingSize")
 
 
+# -- timer messages -----------------------------------------------------------------------------------
+
+
+@case("timerMaxDelaySec")
+async def _timer_max_delay_sec(c: Ctx) -> None:
+    hour = {"TIMER_DELAY_SEC": "3600"}
+    await c.send("CfgTimer", extra_properties=hour)
+    await c.update("timerMaxDelaySec", 60)
+    r = await send_message(c.client, c.addr, "CfgTimer", b"x", extra_properties=hour)
+    assert r.code == ResponseCode.MESSAGE_ILLEGAL and "max delay 60000ms" in (r.remark or ""), r.remark
+
+
+async def _recall(c: Ctx, handle: str) -> RemotingCommand:
+    ext = {"topic": "CfgRecall", "recallHandle": handle, "producerGroup": "PID_TEST"}
+    return await invoke(c.client, c.addr, RequestCode.RECALL_MESSAGE, ext)
+
+
+async def _timer_handle(c: Ctx) -> str:
+    r = await c.send("CfgRecall", extra_properties={"TIMER_DELAY_SEC": "3600"})
+    assert r.ext_fields is not None
+    return r.ext_fields["recallHandle"]
+
+
+@case("recallMessageEnable")
+async def _recall_message_enable(c: Ctx) -> None:
+    handle = await _timer_handle(c)
+    r = await _recall(c, handle)
+    assert r.code == ResponseCode.NO_PERMISSION and r.remark == "recall failed, operation is forbidden"
+    await c.update("recallMessageEnable", "true")
+    assert (await _recall(c, handle)).code == ResponseCode.SUCCESS
+
+
+@case("allowRecallWhenBrokerNotWriteable", broker={"recall_message_enable": True})
+async def _allow_recall_when_broker_not_writeable(c: Ctx) -> None:
+    handle = await _timer_handle(c)
+    await c.update("brokerPermission", 4)
+    assert (await _recall(c, handle)).code == ResponseCode.SUCCESS
+    await c.update("allowRecallWhenBrokerNotWriteable", "false")
+    r = await _recall(c, handle)
+    assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE, r.remark
+
+
 # -- the cases, run (after every case above has registered) -------------------------------------
 
 

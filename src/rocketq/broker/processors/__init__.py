@@ -178,6 +178,12 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
             (C.GET_ALL_MESSAGE_REQUEST_MODE, ctl.pop_service.request_mode.get_all),
             (C.QUERY_ASSIGNMENT, ctl.pop_service.assignment.query_assignment),
         ]
+    # timer messages (RocketMQ 5): recall, checkpoint and metrics
+    from rocketq.broker.processors.timer import TimerProcessor
+
+    timer = TimerProcessor(ctl)
+    table += [(C.RECALL_MESSAGE, timer.recall_message), (C.GET_TIMER_CHECK_POINT, timer.get_timer_check_point),
+              (C.GET_TIMER_METRICS, timer.get_timer_metrics)]
     for code, handler in table:
         register(int(code), handler)
     return BrokerProcessors(send, pull, query, client, consumer, admin, admin_group, reply, end_transaction,

@@ -37,6 +37,7 @@ from rocketq.broker.processors.send_wire import (
     joined_msg_ids,
     v2_fields,
 )
+from rocketq.broker.timer import TIMER_TOPIC, add_recall_handle, recall_handle_for, transform_timer_message
 from rocketq.broker.topic_manager import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -401,9 +402,9 @@ class SendMessageProcessor:
             delay = get_property(props, P_DELAY)
             if delay is not None and delay != "0" and delay != "-1":
                 topic, queue_id, props, tcode = self._delay(topic, queue_id, props, delay)
-        if "TIMER_" in props and any(get_property(props, k) for k in TIMER_KEYS):
-            raise MessageIllegal("timer messages (TIMER_DELIVER_MS / TIMER_DELAY_*) are not supported "
-                                 "by this broker; use a delay level (DELAY)")
+        if "TIMER_" in props and topic != RMQ_SYS_SCHEDULE_TOPIC and topic != TIMER_TOPIC and any(
+                get_property(props, k) for k in TIMER_KEYS):
+            topic, queue_id, props = transform_timer_message(topic, queue_id, props, self._ctl.store_config)
         wait = True
         if self._sync_flush and P_WAIT in props:
             wait = (get_property(props, P_WAIT) or "true").lower() == "true"
@@ -430,6 +431,8 @@ class SendMessageProcessor:
                     target = max(target, phys + size)
                 else:
                     results[i] = ok(request, phys, qoff, queue_id, uniq, 0)
+                if entry[0] == TIMER_TOPIC:
+                    results[i] = self._with_recall_handle(results[i], entry, uniq)
             else:
                 results[i] = self._failed_response(request, r)  # type: ignore[arg-type]
         if waiting:
@@ -440,6 +443,20 @@ class SendMessageProcessor:
             # One group-commit (and slave-ack) waiter answers the whole run.
             self._store.stored_future(target).add_done_callback(
                 partial(self._answer_when_flushed, waiting, futures))
+
+    def _with_recall_handle(self, answer: _Result, entry: SingleEntry, uniq: str) -> _Result:
+        """A timer message's answer with its recall handle (5.x's attachRecallHandle)."""
+        handle = recall_handle_for(entry[4], uniq, self._ctl.broker_config.broker_name)
+        if handle is None:
+            return answer
+        if isinstance(answer, asyncio.Future):
+            async def later(fut: asyncio.Future[RemotingCommand]) -> RemotingCommand:
+                return add_recall_handle(await fut, handle)
+
+            return later(answer)
+        if isinstance(answer, BaseException) or answer is None or not hasattr(answer, "ext_json"):
+            return answer
+        return add_recall_handle(answer, handle)  # type: ignore[arg-type]
 
     def _answer_when_flushed(self, waiting: list[_Stored], futures: list[asyncio.Future[RemotingCommand]],
                              flushed: asyncio.Future[PutMessageStatus]) -> None:

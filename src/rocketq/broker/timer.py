@@ -1,0 +1,192 @@
+"""Timer messages on the broker: the send-path transform and the service that drives the wheel.
+
+A send carrying TIMER_DELIVER_MS (an absolute time), TIMER_DELAY_SEC or TIMER_DELAY_MS (a delay
+from now) is stored on ``rmq_sys_wheel_timer`` queue 0 with TIMER_OUT_MS (the time rounded down
+to the slot, one slot less when it falls on a slot boundary), REAL_TOPIC and REAL_QID, as
+RocketMQ 5's HookUtils.transformTimerMessage does; its answer carries the recall handle. A delay
+level (DELAY) wins over the TIMER_* properties, as in Java. ``TimerService`` files those messages
+into the wheel and re-puts them when their slot is over (``store/timer/``), in one task that
+sleeps until the next slot with work in it ends, or until a timer message arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from rocketq.codec.properties import MessageConst, append_properties, get_property, needle
+from rocketq.codec.recall import RecallHandle
+from rocketq.errors import MessageIllegal, SystemError_
+from rocketq.store.timer import TIMER_TOPIC, TimerMessageStore
+
+if TYPE_CHECKING:
+    from rocketq.broker.controller import BrokerController
+    from rocketq.codec.command import RemotingCommand
+    from rocketq.store.config import MessageStoreConfig
+    from rocketq.store.timer import TimerProgress
+
+__all__ = ["TIMER_TOPIC", "TimerService", "add_recall_handle", "recall_handle_for", "transform_timer_message"]
+
+log = logging.getLogger("rocketq.broker.timer")
+
+_P = MessageConst
+_DELAY_SEC = needle(_P.PROPERTY_TIMER_DELAY_SEC)
+_DELAY_MS = needle(_P.PROPERTY_TIMER_DELAY_MS)
+_DELIVER_MS = needle(_P.PROPERTY_TIMER_DELIVER_MS)
+_DEL_UNIQKEY = needle(_P.PROPERTY_TIMER_DEL_UNIQKEY)
+_OUT_MS = needle(_P.PROPERTY_TIMER_OUT_MS)
+_REAL_TOPIC = needle(_P.PROPERTY_REAL_TOPIC)
+CHUNK = 512  # records filed or delivered before the loop gets a turn
+RETRY_PAUSE = 1.0  # after a refused re-put (a full disk, say)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def illegal_remark(config: MessageStoreConfig) -> str:
+    return ("timer message illegal, the delay time should not be bigger than the max delay "
+            f"{config.timer_max_delay_sec * 1000}ms; or if set del msg, the delay time should be bigger than "
+            "the current time")
+
+
+def transform_timer_message(topic: str, queue_id: int, props: str, config: MessageStoreConfig,
+                            now_ms: int | None = None) -> tuple[str, int, str]:
+    """(topic, queue, properties) to store a timer message under; the message unchanged when
+    its time has passed (it is delivered at once). Raises what Java answers for a bad one."""
+    if not config.timer_wheel_enable:
+        raise SystemError_("accurate timer message is not enabled, timerWheelEnable is false")
+    now = _now_ms() if now_ms is None else now_ms
+    try:
+        sec = get_property(props, _DELAY_SEC)
+        ms = get_property(props, _DELAY_MS)
+        if sec is not None:
+            deliver = now + int(sec) * 1000
+        elif ms is not None:
+            deliver = now + int(ms)
+        else:
+            deliver = int(get_property(props, _DELIVER_MS) or "")
+    except ValueError:
+        raise MessageIllegal(illegal_remark(config)) from None
+    if deliver <= now:
+        if get_property(props, _DEL_UNIQKEY) is not None:
+            raise MessageIllegal(illegal_remark(config))
+        return topic, queue_id, props
+    if deliver - now > config.timer_max_delay_sec * 1000:
+        raise MessageIllegal(illegal_remark(config))
+    precision = config.timer_precision_ms
+    deliver = deliver - precision if deliver % precision == 0 else deliver // precision * precision
+    props = append_properties(props, (_P.PROPERTY_TIMER_OUT_MS, str(deliver)),
+                              (_P.PROPERTY_REAL_TOPIC, topic), (_P.PROPERTY_REAL_QUEUE_ID, str(queue_id)))
+    return TIMER_TOPIC, 0, props
+
+
+def recall_handle_for(props: str, uniq: str, broker_name: str) -> str | None:
+    """SendMessageProcessor.attachRecallHandle: the handle of a stored timer message."""
+    out_ms = get_property(props, _OUT_MS)
+    real_topic = get_property(props, _REAL_TOPIC)
+    if out_ms is None or real_topic is None or real_topic.startswith("%RETRY%"):
+        return None
+    try:
+        stamp = str(int(out_ms) + 1)  # the slot start rounds down: +1 lands a recall in the same slot
+    except ValueError:
+        return None
+    return RecallHandle(real_topic, broker_name, stamp, uniq).encode()
+
+
+def add_recall_handle(response: RemotingCommand, handle: str) -> RemotingCommand:
+    """``response`` (a send answer) with the ``recallHandle`` field of SendMessageResponseHeader."""
+    if response.ext_fields is not None:
+        response.ext_fields["recallHandle"] = handle
+    elif response.ext_json:
+        response.ext_json = response.ext_json[:-1] + b',"recallHandle":"' + handle.encode() + b'"}'
+    else:
+        response.ext_fields = {"recallHandle": handle}
+    return response
+
+
+class TimerService:
+    """Owns the TimerMessageStore of a broker and the task that drives it."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self._ctl = controller
+        self.store = TimerMessageStore(controller.store, controller.store_config)
+        self._task: asyncio.Task[None] | None = None
+        self._flush_task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+
+    def load(self) -> None:
+        self.store.load()
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+            self._task = self._loop.create_task(self._run())
+            self._flush_task = self._loop.create_task(self._flush_loop())
+
+    async def shutdown(self) -> None:
+        tasks = [t for t in (self._task, self._flush_task) if t is not None]
+        self._task = self._flush_task = None
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self.store.flush)
+        self.store.close()
+
+    def wakeup(self) -> None:
+        """A message was put on the timer topic (any thread)."""
+        if threading.get_ident() == self._loop_thread:
+            self._wake.set()
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    def progress(self) -> TimerProgress:
+        return self.store.progress()
+
+    async def _run(self) -> None:
+        ts = self.store
+        while True:
+            self._wake.clear()
+            now = _now_ms()
+            before = (ts.read_time_ms, ts.slot_done)
+            try:
+                filed = ts.enqueue(CHUNK, now)
+                handled = ts.dequeue(CHUNK, now)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("timer: a round failed; again in %.0fs", RETRY_PAUSE)
+                await asyncio.sleep(RETRY_PAUSE)
+                continue
+            if filed or handled:
+                await asyncio.sleep(0)
+                continue
+            if ts.is_due(now):
+                # Stepped over a long run of empty slots (go on), or a re-put was refused (wait).
+                await asyncio.sleep(0 if (ts.read_time_ms, ts.slot_done) != before else RETRY_PAUSE)
+                continue
+            due = ts.next_due_ms(now)
+            pause = 1.0 if due is None else max(0.0, min(1.0, (due - now) / 1000))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), pause)
+
+    async def _flush_loop(self) -> None:
+        interval = self._ctl.store_config.timer_flush_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await asyncio.to_thread(self.store.flush)
+                self.store.metrics.persist()
+                self.store.clean_log()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("timer: flush failed")
