@@ -13,6 +13,7 @@ from rocketq.admin._base import AdminBase
 from rocketq.admin.models import BrokerStatsData, ClusterBroker
 from rocketq.codec.bodies import KVTable
 from rocketq.codec.codes import RequestCode, ResponseCode
+from rocketq.codec.timer import CheckpointValues
 from rocketq.config import parse_properties
 from rocketq.errors import ConfigError, InvalidArgument, ProtocolError, RemotingError, ServerError
 
@@ -80,6 +81,20 @@ class BrokerAdmin(AdminBase):
         """GET_BROKER_CONFIG: the broker's effective configuration, RocketMQ key names."""
         response = await self._call(addr, RequestCode.GET_BROKER_CONFIG)
         return properties_dict(response.body_bytes().decode("utf-8", "replace"), "GET_BROKER_CONFIG")
+
+    async def get_timer_check_point(self, addr: str) -> CheckpointValues:
+        """GET_TIMER_CHECK_POINT (RocketMQ 5): where the broker's timer wheel stands."""
+        response = await self._call(addr, RequestCode.GET_TIMER_CHECK_POINT)
+        return CheckpointValues.decode(response.body_bytes())
+
+    async def get_timer_metrics(self, addr: str) -> dict[str, int]:
+        """GET_TIMER_METRICS (RocketMQ 5): pending timer messages per real topic."""
+        response = await self._call(addr, RequestCode.GET_TIMER_METRICS)
+        try:
+            timing = orjson.loads(self._json(response, "GET_TIMER_METRICS")).get("timingCount") or {}
+            return {str(t): int(m.get("count", 0)) for t, m in sorted(timing.items())}
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"GET_TIMER_METRICS: {exc}") from None
 
     async def update_broker_config(self, addr: str, props: Mapping[str, str]) -> None:
         """UPDATE_BROKER_CONFIG. The broker refuses (NO_PERMISSION) any key naming a path or command."""

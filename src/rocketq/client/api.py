@@ -49,6 +49,7 @@ from rocketq.codec.headers import (
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
+from rocketq.codec.headers.timer import RecallMessageRequestHeader
 from rocketq.codec.message import (
     MessageSysFlag,
     decode_message,
@@ -181,6 +182,7 @@ def _send_result(
     transaction_id: str | None,
     region_id: str | None,
     trace_on: bool,
+    recall_handle: str | None = None,
 ) -> SendResult:
     r: Any = object.__new__(_SendResultBuilder)
     r.status = status
@@ -191,6 +193,7 @@ def _send_result(
     r.transaction_id = transaction_id
     r.region_id = region_id
     r.trace_on = trace_on
+    r.recall_handle = recall_handle
     r.__class__ = SendResult
     return r  # type: ignore[no-any-return]
 
@@ -230,6 +233,7 @@ def process_send_response(
         ext.get("transactionId"),
         ext.get("MSG_REGION", _DEFAULT_REGION),
         ext.get("TRACE_ON", "true") != "false",
+        ext.get("recallHandle"),
     )
 
 
@@ -626,6 +630,14 @@ class MQClientAPI:
             raise broker_error(response, addr)
 
     # -- queries ----------------------------------------------------------------------------------
+
+    async def recall_message(self, addr: str, header: RecallMessageRequestHeader,
+                             timeout: float | None = None) -> str:
+        """RECALL_MESSAGE (370, RocketMQ 5.3.2): cancel a pending timer message; its message id."""
+        response = await self._invoke(addr, RequestCode.RECALL_MESSAGE, header.to_ext(), b"", timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise broker_error(response, addr, header.topic)
+        return (response.ext_fields or {}).get("msgId", "")
 
     async def view_message(self, addr: str, phy_offset: int, timeout: float | None = None) -> MessageExt:
         """The message stored at commit-log offset ``phy_offset`` (decode an offset msgId for both)."""

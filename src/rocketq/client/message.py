@@ -10,10 +10,12 @@ import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import NamedTuple
 
 from rocketq.codec.bodies import MessageQueue
 from rocketq.codec.message import MessageConst, MessageExt
+from rocketq.errors import InvalidMessage
 
 __all__ = [
     "Message",
@@ -33,6 +35,9 @@ class Message:
 
     ``keys`` may be one string (space-separated keys, as RocketMQ stores them) or a sequence of
     keys. ``delay_level`` 1..18 delays delivery by RocketMQ's levels (1s 5s 10s 30s 1m ... 2h).
+    A timer message (RocketMQ 5 brokers, docs/timer.md) is delivered at ``delivery_timestamp`` (ms
+    since the epoch: the TIMER_DELIVER_MS property) or after ``delay`` (a ``timedelta`` or seconds:
+    TIMER_DELAY_MS), to the broker's precision; its SendResult carries a ``recall_handle``.
     ``properties`` are user properties; the names RocketMQ reserves (TAGS, KEYS, ...) are set
     through the dedicated fields. A message is a value: ``dataclasses.replace`` makes a variant.
     """
@@ -47,6 +52,13 @@ class Message:
     properties: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
     # Set by the transaction / request-reply machinery and by consumers re-sending to %RETRY%.
     transaction_id: str | None = None
+    delivery_timestamp: int | None = None
+    delay: timedelta | float | None = None
+
+    def __post_init__(self) -> None:
+        if self.delivery_timestamp is not None or self.delay is not None:
+            # Folded into the properties, where the send path already carries user properties.
+            object.__setattr__(self, "properties", timer_properties(self))
 
     @property
     def keys_text(self) -> str | None:
@@ -60,6 +72,28 @@ class Message:
 
     def with_properties(self, **props: str) -> Message:
         return dataclasses.replace(self, properties={**self.properties, **props})
+
+
+def timer_properties(msg: Message) -> dict[str, str]:
+    """``msg.properties`` with TIMER_DELIVER_MS or TIMER_DELAY_MS, as 5.x's Message.setDeliverTimeMs
+    / setDelayTimeMs put them."""
+    if msg.delivery_timestamp is not None and msg.delay is not None:
+        raise InvalidMessage("set delivery_timestamp or delay, not both")
+    if msg.delay_level > 0:
+        raise InvalidMessage("a timer message (delivery_timestamp / delay) cannot also have a delay_level")
+    props = {k: v for k, v in msg.properties.items()
+             if k not in (MessageConst.PROPERTY_TIMER_DELIVER_MS, MessageConst.PROPERTY_TIMER_DELAY_MS)}
+    if msg.delivery_timestamp is not None:
+        if msg.delivery_timestamp < 0:
+            raise InvalidMessage(f"delivery_timestamp {msg.delivery_timestamp} is negative")
+        props[MessageConst.PROPERTY_TIMER_DELIVER_MS] = str(int(msg.delivery_timestamp))
+    else:
+        delay = msg.delay
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay or 0)
+        if seconds < 0:
+            raise InvalidMessage(f"the delay {delay} is negative")
+        props[MessageConst.PROPERTY_TIMER_DELAY_MS] = str(round(seconds * 1000))
+    return props
 
 
 class SendStatus(enum.Enum):
@@ -87,6 +121,8 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str | None = None
     trace_on: bool = True
+    # A timer message's handle for Producer.recall (RocketMQ 5.3's SendResult.recallHandle).
+    recall_handle: str | None = None
 
     @property
     def send_status(self) -> SendStatus:  # RocketMQ's getter name

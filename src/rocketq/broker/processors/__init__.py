@@ -182,7 +182,8 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     from rocketq.broker.processors.timer import TimerProcessor
 
     timer = TimerProcessor(ctl)
-    table += [(C.RECALL_MESSAGE, timer.recall_message), (C.GET_TIMER_CHECK_POINT, timer.get_timer_check_point),
+    table += [(C.RECALL_MESSAGE, timer.recall_message),
+              (C.GET_TIMER_CHECK_POINT, timer.get_timer_check_point),
               (C.GET_TIMER_METRICS, timer.get_timer_metrics)]
     for code, handler in table:
         register(int(code), handler)

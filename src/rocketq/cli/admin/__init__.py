@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from rocketq.cli.admin import acl, cluster, group, maintenance, message, namesrv, queue, topic, trace
+from rocketq.cli.admin import acl, cluster, group, maintenance, message, namesrv, queue, timer, topic, trace
 from rocketq.cli.admin._common import Handler, Result
 from rocketq.cli.credentials import session_credentials
 from rocketq.cli.errors import CliError, UsageError
@@ -35,7 +35,7 @@ from rocketq.errors import (
 
 __all__ = ["add_command", "run"]
 
-FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv, trace, acl)
+FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv, trace, acl, timer)
 DEFAULT_TIMEOUT = 5.0
 # Wide enough for offset tables when stdout is a pipe or a file (rich would assume 80 columns).
 PIPE_WIDTH = 200

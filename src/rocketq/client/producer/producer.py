@@ -29,6 +29,7 @@ from rocketq.client.producer.auto_batch import AutoBatcher
 from rocketq.client.producer.config import CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP, ProducerConfig
 from rocketq.client.producer.fault import MQFaultStrategy
 from rocketq.client.producer.kernel import PreparedSend, SendEncoder
+from rocketq.client.producer.recall import recall_message
 from rocketq.client.producer.request import (
     CORRELATION_ID,
     REPLY_TO_CLIENT,
@@ -303,6 +304,12 @@ class Producer:
             prep, timeout, times, msg=msg, selector=selector, arg=arg, queue=queue
         )
         return result
+
+    async def recall(self, topic: str, recall_handle: str, timeout: float | None = None) -> str:
+        """Cancel a pending timer message by its ``SendResult.recall_handle``; returns its id
+        (RocketMQ 5 brokers with ``recallMessageEnable``; see docs/timer.md)."""
+        self._check_state()
+        return await recall_message(self, topic, recall_handle, timeout)
 
     async def send_oneway(
         self,

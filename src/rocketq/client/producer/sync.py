@@ -145,6 +145,10 @@ class Producer:
         check_batch(msgs, self._impl.config.max_message_size)
         return _sync.run_sync(self._impl.send_batch(msgs, timeout, queue), self._wait(timeout))
 
+    def recall(self, topic: str, recall_handle: str, timeout: float | None = None) -> str:
+        """Cancel a pending timer message by its recall handle; returns its message id."""
+        return _sync.run_sync(self._impl.recall(topic, recall_handle, timeout), self._wait(timeout))
+
     def request(self, msg: Message, timeout: float | None = None) -> MessageExt:
         """Send ``msg`` as a request and return its reply (``RequestTimeout`` after ``timeout`` s)."""
         self._impl.check(msg)

@@ -103,6 +103,8 @@ def check_batch(msgs: Sequence[Message], max_message_size: int) -> None:
             check_message(msg, max_message_size, check_topic_name=False)
         if msg.delay_level > 0:
             raise InvalidMessage("TimeDelayLevel is not supported for batching")
+        if msg.delivery_timestamp is not None or msg.delay is not None:
+            raise InvalidMessage("timer messages (delivery_timestamp / delay) are not supported for batching")
         if msg.wait_store_msg_ok != wait:
             raise InvalidMessage("The waitStoreMsgOK of the messages in one batch should the same")
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):

@@ -23,40 +23,16 @@ import mmap
 import os
 import struct
 import time
-from dataclasses import dataclass
+
+from rocketq.codec.timer import CheckpointValues
 
 __all__ = ["CheckpointValues", "TimerCheckpoint"]
 
 _PAGE = 4096
-_JAVA = struct.Struct(">qqqqqqq")
+_JAVA = struct.Struct(">qqqqqqq")  # CheckpointValues' layout
 _EXT_OFF = 64
 _EXT = struct.Struct(">qqqqq")
 _EXT_MAGIC = 0x524F434B45545154  # "ROCKETQT": the extension below was written
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointValues:
-    """RocketMQ's 56 bytes as values (what GET_TIMER_CHECK_POINT carries)."""
-
-    last_read_time_ms: int = 0
-    last_timer_log_flush_pos: int = 0
-    last_timer_queue_offset: int = 0
-    master_timer_queue_offset: int = 0
-    state_version: int = 0
-    timestamp: int = 0
-    counter: int = 0
-
-    def encode(self) -> bytes:
-        return _JAVA.pack(self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
-                          self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter)
-
-    @classmethod
-    def decode(cls, data: bytes) -> CheckpointValues:
-        if len(data) >= _JAVA.size:
-            return cls(*_JAVA.unpack_from(data))
-        # Older brokers answer the first four longs only.
-        longs = struct.unpack_from(">" + "q" * (len(data) // 8), data)
-        return cls(*longs[:4])
 
 
 class TimerCheckpoint:
