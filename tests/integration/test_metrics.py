@@ -130,6 +130,26 @@ async def test_traffic_counters_lag_and_storage(cluster: MetricsCluster) -> None
     assert one(data, "rocketmq_messages_out_total", topic=topic, consumer_group=group) == 30
 
 
+async def test_pending_timers_and_timer_lag(cluster: MetricsCluster) -> None:
+    import time
+
+    from rocketq.aio import Message, Producer
+
+    topic = unique_name("MetTimer")
+    async with Producer(unique_name("MetTimerP"), namesrv_addr=cluster.namesrv) as producer:
+        at = int(time.time() * 1000) + 600_000
+        for _ in range(3):
+            await producer.send(Message(topic, b"later", delivery_timestamp=at))
+
+    async def filed() -> bool:
+        return one(samples(cluster.metrics), "rocketmq_timer_pending_messages") >= 3
+    await wait_until(filed, timeout=30)
+    data = samples(cluster.metrics)
+    assert one(data, "rocketmq_timer_enqueue_lag") == 0
+    assert one(data, "rocketmq_timer_dequeue_lag") == 0  # nothing is due for ten minutes
+    assert 0 <= one(data, "rocketmq_timer_dequeue_latency") < 60_000
+
+
 async def test_request_counts_by_code(cluster: MetricsCluster) -> None:
     from rocketq.aio import Message, Producer
 

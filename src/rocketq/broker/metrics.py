@@ -350,6 +350,8 @@ class BrokerMetrics:
              store.put_message_size_total),
             (True, "rocketmq_storage_flushes", "Commit-log flushes that wrote data", cl.flush_count),
         ]
+        if ctl.timer_service is not None:  # timer messages: pending, lag (broker/timer.py)
+            out += ctl.timer_service.gauges()
         return out
 
     def format(self, snap: _Snapshot) -> tuple[bytes, str]:

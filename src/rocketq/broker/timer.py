@@ -151,6 +151,26 @@ class TimerService:
     def progress(self) -> TimerProgress:
         return self.store.progress()
 
+    def gauges(self) -> list[tuple[bool, str, str, float]]:
+        """The Prometheus series of broker/metrics.py: (counter?, name, help, value), RocketMQ 5's
+        names where it has one."""
+        ts = self.store
+        now = _now_ms()
+        p = ts.progress()
+        return [
+            (False, "rocketmq_timer_pending_messages", "Timer messages filed and not yet delivered",
+             p.pending),
+            (False, "rocketmq_timer_enqueue_lag", "Timer messages not yet filed into the wheel",
+             p.enqueue_lag),
+            (False, "rocketmq_timer_enqueue_latency", "Age in ms of the oldest timer message not yet filed",
+             ts.enqueue_behind_ms(now)),
+            (False, "rocketmq_timer_dequeue_lag", "Timer messages due but not yet delivered",
+             ts.due_behind(now)),
+            (False, "rocketmq_timer_dequeue_latency", "How far in ms delivery is behind the clock",
+             p.dequeue_lag_ms(now)),
+            (True, "rocketmq_timer_dequeue", "Timer messages delivered to their real topic", ts.delivered),
+        ]
+
     async def _run(self) -> None:
         ts = self.store
         while True:

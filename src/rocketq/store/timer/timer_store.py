@@ -430,6 +430,25 @@ class TimerMessageStore:
                              self.store.get_max_offset_in_queue(TIMER_TOPIC, 0), max(0, self.pending),
                              self.precision_ms)
 
+    def due_behind(self, now_ms: int) -> int:
+        """Timers in slots that are over but not delivered yet (Java's getDequeueBehindMessages)."""
+        n = self.slots_total * 2
+        start = self.read_time_ms // self.precision_ms
+        stop = self._floor(now_ms) // self.precision_ms
+        if stop <= start:
+            return 0
+        ticks = np.arange(start, min(stop, start + n), dtype=np.int64)
+        slots = self.wheel._slots[ticks % n]
+        behind = int(slots["num"][slots["tick"] == ticks].astype(np.int64).sum())
+        return max(0, behind - self.slot_done)
+
+    def enqueue_behind_ms(self, now_ms: int) -> int:
+        """Age of the oldest timer-topic entry not filed yet (Java's getEnqueueBehindMillis)."""
+        if self.enqueue_offset >= self.store.get_max_offset_in_queue(TIMER_TOPIC, 0):
+            return 0
+        stored = self.store.get_message_store_timestamp(TIMER_TOPIC, 0, self.enqueue_offset)
+        return max(0, now_ms - stored) if stored > 0 else 0
+
     def records_of_slot(self, time_ms: int) -> Iterator[TimerRecord]:
         """The records filed under ``time_ms``'s slot, oldest first (tests, tools)."""
         for pos in self._slot_positions(self._floor(time_ms)).tolist():
