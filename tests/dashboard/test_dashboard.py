@@ -318,6 +318,7 @@ def test_broker_config_read_and_runtime_update(
     page.goto(dashboard.url + "/")
     page.get_by_role("link", name=cluster.broker_addr, exact=True).click()
     assert page.locator("#broker-name").inner_text() == cluster.broker_name
+    assert "rmq_sys_wheel_timer" in page.locator("#timer-state").inner_text()  # timer messages are on
     config = page.locator("#broker-config")
     row = config.locator("tbody tr", has_text="brokerClusterName")
     assert cluster.cluster_name in row.inner_text()

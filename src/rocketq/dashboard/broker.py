@@ -6,11 +6,12 @@ that names a path or command, with a remark, and the page shows that remark as i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from rocketq.admin import AdminClient
-from rocketq.dashboard.render import esc, page, table
-from rocketq.errors import InvalidArgument, QueryNotFound, ServerError
+from rocketq.dashboard.render import esc, fmt_ms, page, table
+from rocketq.errors import InvalidArgument, QueryNotFound, RemotingError, ServerError
 
 __all__ = ["broker_page", "update_broker_config"]
 
@@ -41,10 +42,29 @@ async def broker_page(admin: AdminClient, addr: str, notice: str = "", error: st
         + f'<datalist id="config-keys">{keys}</datalist>'
         + '<label>value <input name="value" size="24"></label>'
         + '<button type="submit">Update</button></form>'
+        + await _timer_section(admin, addr)
         + "<h2>Configuration</h2>"
         + table(["key", "value"], rows, table_id="broker-config")
     )
     return page(f"Broker {name}", body, error=error)
+
+
+async def _timer_section(admin: AdminClient, addr: str) -> str:
+    """Timer messages (RocketMQ 5): where the wheel stands and what is pending per topic; nothing
+    for a broker without them (timerWheelEnable off, or a 4.x broker)."""
+    try:
+        cp = await admin.get_timer_check_point(addr)
+        pending = await admin.get_timer_metrics(addr)
+    except (ServerError, RemotingError):
+        return ""
+    lag = max(0, int(time.time() * 1000) - cp.last_read_time_ms)
+    return (
+        "<h2>Timer messages</h2>"
+        + f'<p id="timer-state">delivered up to <code>{esc(fmt_ms(cp.last_read_time_ms))}</code> '
+        + f"(behind the clock by {lag} ms, one slot is normal); "
+        + f"{cp.last_timer_queue_offset} filed from <code>rmq_sys_wheel_timer</code></p>"
+        + table(["topic", "pending"], sorted(pending.items()), table_id="timer-pending")
+    )
 
 
 async def update_broker_config(admin: AdminClient, form: Mapping[str, str]) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from rocketq.admin.topics import is_system_topic
 from rocketq.spark._broker import QueueRef
 from rocketq.spark.errors import DataLossError, SparkOptionError
 from rocketq.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions
@@ -47,7 +48,9 @@ def discover(source: Source, opts: ReadOptions, *, strict: bool = True) -> list[
     """Every readable queue of the topics the options name; an unknown topic is an error."""
     if opts.topic_pattern is not None:
         rx = re.compile(opts.topic_pattern)
-        topics = [t for t in source.all_topics() if rx.fullmatch(t)]
+        # The broker's own topics (rmq_sys_wheel_timer holds timer messages until their time,
+        # SCHEDULE_TOPIC_XXXX delayed ones) are not data: a pattern skips them, a name reads them.
+        topics = [t for t in source.all_topics() if rx.fullmatch(t) and not is_system_topic(t)]
     else:
         topics = list(opts.topics or ())
     refs: list[QueueRef] = []
