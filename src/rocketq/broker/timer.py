@@ -200,8 +200,15 @@ class TimerService:
 
     async def _flush_loop(self) -> None:
         interval = self._ctl.store_config.timer_flush_interval_ms / 1000
+        flushed: tuple[int, int, int] | None = None
         while True:
             await asyncio.sleep(interval)
+            ts = self.store
+            state = (ts.enqueue_offset, ts.read_time_ms, ts.slot_done)
+            if state == flushed or (flushed is not None and not ts.progress().pending
+                                    and state[0] == flushed[0]):
+                continue  # nothing filed or delivered since: an idle broker does no disk work
+            flushed = state
             try:
                 await asyncio.to_thread(self.store.flush)
                 self.store.metrics.persist()

@@ -152,6 +152,7 @@ class TimerMessageStore:
         cp.save_enqueue(self.enqueue_offset, self.log.write_pos)
         self._rebuild_occupied()
         self.pending = max(0, self.wheel.pending_from(self.read_time_ms) - self.slot_done)
+        self.wheel.release_pages()
         log.info("timer store loaded: read time %d, enqueue offset %d, %d pending", self.read_time_ms,
                  self.enqueue_offset, self.pending)
 

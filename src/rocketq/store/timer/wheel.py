@@ -117,6 +117,12 @@ class TimerWheel:
         firsts = self._slots["first"][live]
         return int(firsts.min()) if firsts.size else -1
 
+    def release_pages(self) -> None:
+        """Drop the mapping's resident pages after a whole-wheel scan (the data stays in the
+        file's page cache): only the slots in use count in the broker's memory afterwards."""
+        if hasattr(mmap, "MADV_DONTNEED"):
+            self._mm.madvise(mmap.MADV_DONTNEED)
+
     def flush(self) -> None:
         self._mm.flush()
 
