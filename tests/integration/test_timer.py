@@ -57,9 +57,9 @@ async def _read(client: RemotingClient, addr: str, topic: str, queue_id: int = 0
         out.extend(decode_pull(r))
 
 
-async def _queue0(producer: rocketq.aio.Producer, topic: str) -> MessageQueue:
+async def _queue0(producer: rocketq.aio.Producer, topic: str, queue_id: int = 0) -> MessageQueue:
     queues = await producer.fetch_publish_message_queues(topic)
-    return next(q for q in queues if q.queue_id == 0)
+    return next(q for q in queues if q.queue_id == queue_id)
 
 
 async def test_timers_fire_on_their_real_topic_in_order_of_time_never_early(
@@ -117,21 +117,22 @@ async def test_recall_cancels_a_pending_timer(
         cluster: Cluster, producer: rocketq.aio.Producer, client: RemotingClient) -> None:
     topic = unique_name("TimerRecall")
     await producer.send(Message(topic, b"warm-up"))
-    mq = await _queue0(producer, topic)
+    mq = await _queue0(producer, topic, 2)
     at = _now() + 2500
     keep = await producer.send(Message(topic, b"keep", delivery_timestamp=at), queue=mq)
     gone = await producer.send(Message(topic, b"gone", delivery_timestamp=at), queue=mq)
     assert gone.recall_handle is not None
+    assert gone.message_queue == mq  # the queue it will be delivered to, as Java answers
     handle = RecallHandle.decode(gone.recall_handle)
     assert (handle.topic, handle.message_id) == (topic, gone.msg_id)
     assert await producer.recall(topic, gone.recall_handle) == gone.msg_id
     later = await producer.send(Message(topic, b"later", delivery_timestamp=at + 1000), queue=mq)
 
     async def fired(msg_id: str) -> bool:
-        return any(m.msg_id == msg_id for m in await _read(client, cluster.broker, topic))
+        return any(m.msg_id == msg_id for m in await _read(client, cluster.broker, topic, 2))
 
     await wait_until(lambda: fired(later.msg_id), timeout=60)  # the slot of `gone` is long over
-    ids = [m.msg_id for m in await _read(client, cluster.broker, topic)]
+    ids = [m.msg_id for m in await _read(client, cluster.broker, topic, 2)]
     assert keep.msg_id in ids and gone.msg_id not in ids
     # Too late to recall one that fired: refused as Java refuses it.
     with pytest.raises(RocketQError) as e:

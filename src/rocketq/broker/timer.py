@@ -40,6 +40,7 @@ _DELIVER_MS = needle(_P.PROPERTY_TIMER_DELIVER_MS)
 _DEL_UNIQKEY = needle(_P.PROPERTY_TIMER_DEL_UNIQKEY)
 _OUT_MS = needle(_P.PROPERTY_TIMER_OUT_MS)
 _REAL_TOPIC = needle(_P.PROPERTY_REAL_TOPIC)
+_REAL_QID = needle(_P.PROPERTY_REAL_QUEUE_ID)
 CHUNK = 512  # records filed or delivered before the loop gets a turn
 RETRY_PAUSE = 1.0  # after a refused re-put (a full disk, say)
 
@@ -85,6 +86,10 @@ def transform_timer_message(topic: str, queue_id: int, props: str, config: Messa
     return TIMER_TOPIC, 0, props
 
 
+def real_queue_id(props: str) -> str:
+    return get_property(props, _REAL_QID) or "0"
+
+
 def recall_handle_for(props: str, uniq: str, broker_name: str) -> str | None:
     """SendMessageProcessor.attachRecallHandle: the handle of a stored timer message."""
     out_ms = get_property(props, _OUT_MS)
@@ -98,14 +103,18 @@ def recall_handle_for(props: str, uniq: str, broker_name: str) -> str | None:
     return RecallHandle(real_topic, broker_name, stamp, uniq).encode()
 
 
-def add_recall_handle(response: RemotingCommand, handle: str) -> RemotingCommand:
-    """``response`` (a send answer) with the ``recallHandle`` field of SendMessageResponseHeader."""
+def add_recall_handle(response: RemotingCommand, handle: str, real_queue_id: str) -> RemotingCommand:
+    """``response`` (a send answer) with the ``recallHandle`` field of SendMessageResponseHeader,
+    and the queue the producer named as its queueId, as Java answers (queueOffset stays the timer
+    topic's)."""
     if response.ext_fields is not None:
         response.ext_fields["recallHandle"] = handle
+        response.ext_fields["queueId"] = real_queue_id
     elif response.ext_json:
-        response.ext_json = response.ext_json[:-1] + b',"recallHandle":"' + handle.encode() + b'"}'
+        ext = response.ext_json.replace(b'"queueId":"0"', b'"queueId":"%s"' % real_queue_id.encode(), 1)
+        response.ext_json = ext[:-1] + b',"recallHandle":"' + handle.encode() + b'"}'
     else:
-        response.ext_fields = {"recallHandle": handle}
+        response.ext_fields = {"recallHandle": handle, "queueId": real_queue_id}
     return response
 
 

@@ -37,7 +37,13 @@ from rocketq.broker.processors.send_wire import (
     joined_msg_ids,
     v2_fields,
 )
-from rocketq.broker.timer import TIMER_TOPIC, add_recall_handle, recall_handle_for, transform_timer_message
+from rocketq.broker.timer import (
+    TIMER_TOPIC,
+    add_recall_handle,
+    real_queue_id,
+    recall_handle_for,
+    transform_timer_message,
+)
 from rocketq.broker.topic_manager import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -449,14 +455,15 @@ class SendMessageProcessor:
         handle = recall_handle_for(entry[4], uniq, self._ctl.broker_config.broker_name)
         if handle is None:
             return answer
+        qid = real_queue_id(entry[4])
         if isinstance(answer, asyncio.Future):
             async def later(fut: asyncio.Future[RemotingCommand]) -> RemotingCommand:
-                return add_recall_handle(await fut, handle)
+                return add_recall_handle(await fut, handle, qid)
 
             return later(answer)
         if isinstance(answer, BaseException) or answer is None or not hasattr(answer, "ext_json"):
             return answer
-        return add_recall_handle(answer, handle)  # type: ignore[arg-type]
+        return add_recall_handle(answer, handle, qid)  # type: ignore[arg-type]
 
     def _answer_when_flushed(self, waiting: list[_Stored], futures: list[asyncio.Future[RemotingCommand]],
                              flushed: asyncio.Future[PutMessageStatus]) -> None:
