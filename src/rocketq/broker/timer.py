@@ -59,6 +59,9 @@ def transform_timer_message(topic: str, queue_id: int, props: str, config: Messa
                             now_ms: int | None = None) -> tuple[str, int, str]:
     """(topic, queue, properties) to store a timer message under; the message unchanged when
     its time has passed (it is delivered at once). Raises what Java answers for a bad one."""
+    if get_property(props, _OUT_MS) is not None:
+        # Delivered once already (a consumed timer message sent again): not a timer (HookUtils).
+        return topic, queue_id, props
     if not config.timer_wheel_enable:
         raise SystemError_("accurate timer message is not enabled, timerWheelEnable is false")
     now = _now_ms() if now_ms is None else now_ms

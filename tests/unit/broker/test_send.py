@@ -183,7 +183,7 @@ async def test_auto_create_off_answers_topic_not_exist(tmp_path: Path) -> None:
         ({"b": "SCHEDULE_TOPIC_XXXX"}, ResponseCode.NO_PERMISSION, "forbidden"),
         ({"b": "SELF_TEST_TOPIC"}, ResponseCode.NO_PERMISSION, "forbidden"),
         ({"i": "DELAY\x01abc"}, ResponseCode.MESSAGE_ILLEGAL, "DELAY"),
-        ({"i": "TIMER_DELAY_SEC\x0110"}, ResponseCode.MESSAGE_ILLEGAL, "timer"),
+        ({"i": "TIMER_DELAY_SEC\x01999999999"}, ResponseCode.MESSAGE_ILLEGAL, "max delay"),  # 3 days at most
     ],
 )
 async def test_bad_send_requests(tmp_path: Path, change: dict[str, str | None], code: int,

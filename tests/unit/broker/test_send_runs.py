@@ -81,7 +81,7 @@ async def test_a_pipelined_run_is_stored_in_arrival_order(tmp_path: Path) -> Non
         sizes = spy_runs(broker)
         requests = [single("Run", i, i % 4) for i in range(40)]
         requests[7] = single("Run", 7, 99)  # no such queue: refused alone
-        requests[20] = single("Run", 20, 0, extra={"TIMER_DELAY_SEC": "5"})  # refused alone
+        requests[20] = single("Run", 20, 0, extra={"TIMER_DELAY_SEC": "999999999"})  # refused alone
         body, uniqs = batch_body([b"b1", b"b2", b"b3"])  # a V2 request carrying a batch, mid-run
         ext = send_header("Run", queue_id=1, properties=message_properties(), batch=True)
         requests[30] = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)

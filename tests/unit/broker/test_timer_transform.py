@@ -73,5 +73,7 @@ def test_past_and_illegal_times() -> None:
     with pytest.raises(MessageIllegal):  # a recall whose time has passed
         transform_timer_message("T", 1, _props(TIMER_DELIVER_MS=str(now), TIMER_DEL_UNIQKEY="T+U"),
                                 config, now_ms=now)
+    fired_once = _props(TIMER_DELAY_MS="5000", TIMER_OUT_MS=str(now - 100))  # a consumed one, sent again
+    assert transform_timer_message("T", 1, fired_once, config, now_ms=now) == ("T", 1, fired_once)
     with pytest.raises(SystemError_, match="timerWheelEnable is false"):
         transform_timer_message("T", 1, too_far, MessageStoreConfig(timer_wheel_enable=False), now_ms=now)
