@@ -25,7 +25,7 @@ def timer_store(make_store: Callable[..., MessageStore]) -> Iterator[Callable[..
 
     def factory(store: MessageStore, now: int = T0, **overrides: Any) -> TimerMessageStore:
         for ts in opened:
-            if ts.store is store and not ts.checkpoint._mm.closed:
+            if ts.store is store and not ts._closed:
                 ts.close()  # a reopen: what a restart after kill -9 finds (mapped writes are kept)
         config = store.config.__class__(**{**_fields(store), "timer_precision_ms": P, **overrides})
         ts = TimerMessageStore(store, config)
@@ -35,8 +35,7 @@ def timer_store(make_store: Callable[..., MessageStore]) -> Iterator[Callable[..
 
     yield factory
     for ts in opened:
-        if not ts.checkpoint._mm.closed:
-            ts.close()
+        ts.close()
 
 
 def _fields(store: MessageStore) -> dict[str, Any]:

@@ -23,6 +23,7 @@ by an intent in the checkpoint, so ``recover`` counts how much of an interrupted
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,6 +114,8 @@ class TimerMessageStore:
         # Occupied slots by wheel index: finding the next slot with work costs one scan of a
         # bool array, not a walk through empty slots.
         self._occupied = np.zeros(self.slots_total * 2, dtype=np.bool_)
+        self._files_lock = threading.Lock()
+        self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -178,16 +181,23 @@ class TimerMessageStore:
 
     def flush(self) -> None:
         """Durable against power loss too (blocking: a worker thread on a live broker)."""
-        self.log.flush()
-        self.wheel.flush()
-        self.checkpoint.flush()
+        with self._files_lock:
+            if self._closed:
+                return
+            self.log.flush()
+            self.wheel.flush()
+            self.checkpoint.flush()
 
     def close(self) -> None:
-        self.metrics.persist()
-        self.checkpoint.flush()
-        self.wheel.close()
-        self.log.close()
-        self.checkpoint.close()
+        with self._files_lock:  # a flush still running in a worker thread finishes first
+            if self._closed:
+                return
+            self._closed = True
+            self.metrics.persist()
+            self.checkpoint.flush()
+            self.wheel.close()
+            self.log.close()
+            self.checkpoint.close()
 
     # -- arithmetic ----------------------------------------------------------------------------
 
