@@ -18,6 +18,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from rocketq.broker.processors.send_wire import TIMER_KEYS
 from rocketq.codec.properties import MessageConst, append_properties, get_property, needle
 from rocketq.codec.recall import RecallHandle
 from rocketq.errors import MessageIllegal, SystemError_
@@ -34,9 +35,7 @@ __all__ = ["TIMER_TOPIC", "TimerService", "add_recall_handle", "recall_handle_fo
 log = logging.getLogger("rocketq.broker.timer")
 
 _P = MessageConst
-_DELAY_SEC = needle(_P.PROPERTY_TIMER_DELAY_SEC)
-_DELAY_MS = needle(_P.PROPERTY_TIMER_DELAY_MS)
-_DELIVER_MS = needle(_P.PROPERTY_TIMER_DELIVER_MS)
+_DELIVER_MS, _DELAY_SEC, _DELAY_MS = TIMER_KEYS
 _DEL_UNIQKEY = needle(_P.PROPERTY_TIMER_DEL_UNIQKEY)
 _OUT_MS = needle(_P.PROPERTY_TIMER_OUT_MS)
 _REAL_TOPIC = needle(_P.PROPERTY_REAL_TOPIC)
