@@ -427,6 +427,7 @@ class SendMessageProcessor:
         self._stats.put_total += sum(type(r) is tuple for r in stored)
         ok = self._ok_response
         waiting: list[_Stored] = []
+        timers: list[tuple[int, SingleEntry, str]] = []
         target = 0
         for (i, request, entry, wait, uniq), r in zip(lane, stored, strict=True):
             if type(r) is tuple:
@@ -438,7 +439,7 @@ class SendMessageProcessor:
                 else:
                     results[i] = ok(request, phys, qoff, queue_id, uniq, 0)
                 if entry[0] == TIMER_TOPIC:
-                    results[i] = self._with_recall_handle(results[i], entry, uniq)
+                    timers.append((i, entry, uniq))
             else:
                 results[i] = self._failed_response(request, r)  # type: ignore[arg-type]
         if waiting:
@@ -449,6 +450,8 @@ class SendMessageProcessor:
             # One group-commit (and slave-ack) waiter answers the whole run.
             self._store.stored_future(target).add_done_callback(
                 partial(self._answer_when_flushed, waiting, futures))
+        for i, entry, uniq in timers:
+            results[i] = self._with_recall_handle(results[i], entry, uniq)
 
     def _with_recall_handle(self, answer: _Result, entry: SingleEntry, uniq: str) -> _Result:
         """A timer message's answer with its recall handle (5.x's attachRecallHandle)."""
