@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._cluster import BrokerProcess
+from benchmarks._cluster import BrokerProcess, git_commit
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.message import UniqIdGenerator, decode_messages, encode_properties
@@ -162,6 +162,8 @@ def run(count: int | None = None, spread: float | None = None, precision: int | 
     spread = spread or float(env.get("BENCH_TIMER_SPREAD", 60))
     precision = precision or int(env.get("BENCH_TIMER_PRECISION", 100))
     pending = pending or int(env.get("BENCH_TIMER_PENDING", 1_000_000))
+    print(f"commit={git_commit()} count={count} spread={spread:.0f}s precision={precision}ms "
+          f"pending={pending}")
     figures = lateness(count, spread, precision)
     figures.update(pending_rss(pending))
     figures.update(pending_rss(pending, timer=False))
