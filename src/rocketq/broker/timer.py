@@ -42,6 +42,7 @@ _REAL_TOPIC = needle(_P.PROPERTY_REAL_TOPIC)
 _REAL_QID = needle(_P.PROPERTY_REAL_QUEUE_ID)
 CHUNK = 512  # records filed or delivered before the loop gets a turn
 RETRY_PAUSE = 1.0  # after a refused re-put (a full disk, say)
+CLEAN_INTERVAL = 60.0  # s between looks for timer-log segments nothing points into
 
 
 def _now_ms() -> int:
@@ -212,6 +213,7 @@ class TimerService:
     async def _flush_loop(self) -> None:
         interval = self._ctl.store_config.timer_flush_interval_ms / 1000
         flushed: tuple[int, int, int] | None = None
+        cleaned = time.monotonic()
         while True:
             await asyncio.sleep(interval)
             ts = self.store
@@ -223,7 +225,9 @@ class TimerService:
             try:
                 await asyncio.to_thread(self.store.flush)
                 self.store.metrics.persist()
-                self.store.clean_log()
+                if time.monotonic() - cleaned >= CLEAN_INTERVAL:
+                    cleaned = time.monotonic()
+                    self.store.clean_log()
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -189,3 +189,17 @@ def test_the_precision_of_a_wheel_is_kept(
     timer_store(store)
     with pytest.raises(StoreError, match="timerPrecisionMs=100"):
         timer_store(store, timer_precision_ms=1000)
+
+
+def test_log_segments_nothing_points_into_are_deleted(
+        store: MessageStore, timer_store: Callable[..., TimerMessageStore]) -> None:
+    ts = timer_store(store, mapped_file_size_timer_log=3 * 52 + 20)  # 3 records per segment
+    for i in range(7):
+        put_timer(store, T0 + 100 + 100 * (i // 3), b"m%d" % i)  # slots of 3, 3 and 1 records
+    ts.enqueue(now_ms=T0)
+    assert len(ts.log.segments) == 3
+    ts.dequeue(now_ms=T0 + 200)  # the first slot (the first segment) is delivered
+    assert ts.clean_log() == 1 and len(ts.log.segments) == 2
+    ts.dequeue(now_ms=T0 + 1000)
+    assert ts.clean_log() == 1 and len(ts.log.segments) == 1  # never the one being written
+    assert len(delivered(store)) == 7

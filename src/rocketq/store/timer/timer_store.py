@@ -468,8 +468,10 @@ class TimerMessageStore:
                 yield rec
 
     def clean_log(self) -> int:
-        """Delete timer-log segments no pending slot points into any more."""
+        """Delete timer-log segments no pending slot points into any more. It reads the whole
+        wheel, so the wheel's pages are released again afterwards."""
         first = self.wheel.min_first_pos_from(self.read_time_ms)
+        self.wheel.release_pages()
         limit = self.log.write_pos if first < 0 else first
         return self.log.delete_before(limit - limit % self.log.file_size)
 
