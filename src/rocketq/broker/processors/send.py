@@ -408,8 +408,9 @@ class SendMessageProcessor:
             delay = get_property(props, P_DELAY)
             if delay is not None and delay != "0" and delay != "-1":
                 topic, queue_id, props, tcode = self._delay(topic, queue_id, props, delay)
-        if "TIMER_" in props and topic != RMQ_SYS_SCHEDULE_TOPIC and topic != TIMER_TOPIC and any(
-                get_property(props, k) for k in TIMER_KEYS):
+        # A half message is not a timer yet: RocketMQ times a transactional one when it is committed.
+        if "TIMER_" in props and not half and topic != RMQ_SYS_SCHEDULE_TOPIC and topic != TIMER_TOPIC and (
+                any(get_property(props, k) for k in TIMER_KEYS)):
             topic, queue_id, props = transform_timer_message(topic, queue_id, props, self._ctl.store_config)
         wait = True
         if self._sync_flush and P_WAIT in props:

@@ -336,4 +336,4 @@ async def _maybe_await(value: Any) -> Any:
 
 def _transaction_result(r: SendResult, state: LocalTransactionState) -> TransactionSendResult:
     return TransactionSendResult(r.status, r.msg_id, r.message_queue, r.queue_offset, r.offset_msg_id,
-                                 r.transaction_id, r.region_id, r.trace_on, state)
+                                 r.transaction_id, r.region_id, r.trace_on, local_transaction_state=state)
