@@ -160,3 +160,6 @@ def test_admin_reads_the_timer_checkpoint_and_metrics(cluster: Cluster, admin: A
     assert abs(cp["lastReadTimeMs"] - _now()) < 60_000  # it follows the clock
     code, out, _ = admin.raw("getTimerCheckPoint", "-b", cluster.broker)
     assert code == 0 and "lastTimerQueueOffset" in out
+    status = admin.json("brokerStatus", "-b", cluster.broker)  # GET_BROKER_RUNTIME_INFO, Java's keys
+    runtime = status.get(cluster.broker, status)
+    assert int(runtime["timerCongestNum"]) >= 1 and runtime["timerOffsetBehind"] == "0"

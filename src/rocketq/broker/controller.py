@@ -476,6 +476,8 @@ class BrokerController:
             "totalMemKBytes": str(_total_mem_kbytes()),
         }
         info.update(store_info)
+        if self.timer_service is not None:
+            info.update(self.timer_service.runtime_info())
         if self.replication is not None:  # rocketq's keys: clusterList shows role and lag from them
             info["brokerRole"] = self.broker_config.broker_role
             info["haReplicationLagBytes"] = str(self.replication.lag_bytes())

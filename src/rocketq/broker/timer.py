@@ -163,6 +163,13 @@ class TimerService:
     def progress(self) -> TimerProgress:
         return self.store.progress()
 
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO's timer keys, as Java's broker fills them (timerReadBehind in
+        seconds; the TPS keys stay 0.0: rocketq keeps no per-second timer counters)."""
+        p = self.store.progress()
+        return {"timerReadBehind": str(max(0, _now_ms() - p.read_time_ms) // 1000),
+                "timerOffsetBehind": str(p.enqueue_lag), "timerCongestNum": str(p.pending)}
+
     def gauges(self) -> list[tuple[bool, str, str, float]]:
         """The Prometheus series of broker/metrics.py: (counter?, name, help, value), RocketMQ 5's
         names where it has one."""
