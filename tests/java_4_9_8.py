@@ -79,4 +79,8 @@ ROCKETQ_ONLY = {
     "tls.client.trustCertPath",
     # ACL 2.0's switches (5.3's AuthConfig; initAuthenticationUser is never reported)
     "authenticationEnabled", "authorizationEnabled",
+    # timer messages: RocketMQ 5's keys (MessageStoreConfig 5.3.1, BrokerConfig 5.3.2), docs/timer.md
+    "timerWheelEnable", "timerPrecisionMs", "timerMaxDelaySec", "timerRollWindowSlot",
+    "mappedFileSizeTimerLog", "timerFlushIntervalMs", "recallMessageEnable",
+    "allowRecallWhenBrokerNotWriteable",
 }
