@@ -91,6 +91,7 @@ _NEEDS: Final[dict[int, Callable[[dict[str, str], RemotingCommand, Needs], None]
     RequestCode.UNREGISTER_CLIENT: _group("consumerGroup"),
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: _group("consumerGroup"),
     RequestCode.UPDATE_CONSUMER_OFFSET: _offset,
+    RequestCode.RECALL_MESSAGE: _send("topic", "producerGroup"),  # 5.3.2: PUB on the topic
 }
 
 

@@ -209,6 +209,8 @@ def contexts(cmd: RemotingCommand) -> list[tuple[str, tuple[str, ...]]]:
             out.append((_topic(topic), ("Pub",)))
     elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
         out.append((_group(ext.get("group")), ("Sub",)))
+    elif code == RequestCode.RECALL_MESSAGE:  # RecallMessageRequestHeader: @RocketMQAction PUB
+        out.append((_topic(ext.get("topic")), ("Pub",)))
     elif code in (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE):
         topic = ext.get("topic")
         if topic is not None and not topic.startswith(RETRY_PREFIX):
