@@ -215,7 +215,8 @@ class TimerService:
             due = ts.next_due_ms(now)
             pause = 1.0 if due is None else max(0.0, min(1.0, (due - now) / 1000))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), pause)
+                async with asyncio.timeout(pause):
+                    await self._wake.wait()
 
     async def _flush_loop(self) -> None:
         interval = self._ctl.store_config.timer_flush_interval_ms / 1000
