@@ -17,9 +17,14 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from rocketq.codec.properties import MessageConst
+
+if TYPE_CHECKING:
+    from rocketq.codec.message import MessageExt
 
 __all__ = [
     "ACK_TAG",
@@ -469,3 +474,79 @@ def decode_batch_ack_body(
         return str(d.get("brokerName") or ""), out
     except (orjson.JSONDecodeError, TypeError, KeyError, AttributeError, ValueError) as exc:
         raise ValueError(f"bad BatchAckMessageRequestBody: {exc}") from None
+
+
+# -- the receipt handles of a pop answer ----------------------------------------------------------
+
+
+def receipt_handles(
+    msgs: list[MessageExt],
+    ext: dict[str, str],
+    pop_time: int,
+    invisible: int,
+    revive_qid: int,
+    broker_name: str,
+    topic: str,
+) -> list[str]:
+    """The handle of each message of a POP_MESSAGE answer (processPopResponse), from the answer's
+    extFields: what the SDK's SimpleConsumer and the broker's gRPC ReceiveMessage both hand out."""
+    starts = parse_offset_info(ext.get("startOffsetInfo"))
+    counts = parse_offset_info(ext.get("orderCountInfo"))
+    if not counts and all(key.startswith("0@") for key in starts):
+        return _normal_handles(msgs, starts, pop_time, invisible, revive_qid, broker_name)
+    return _handles(msgs, starts, counts, pop_time, invisible, revive_qid, broker_name, topic)
+
+
+def _normal_handles(
+    msgs: list[MessageExt],
+    starts: dict[str, int],
+    pop_time: int,
+    invisible: int,
+    revive_qid: int,
+    broker_name: str,
+) -> list[str]:
+    """The common answer (messages of the topic itself, none retried): one handle prefix per queue,
+    and the properties left undecoded."""
+    prefixes: dict[int, str] = {}
+    handles = []
+    for m in msgs:
+        qid = m.queue_id
+        prefix = prefixes.get(qid)
+        if prefix is None:
+            start = starts.get(f"0@{qid}", m.queue_offset)
+            prefix = prefixes[qid] = f"{start} {pop_time} {invisible} {revive_qid} 0 {broker_name} {qid} "
+        handles.append(prefix + str(m.queue_offset))
+    return handles
+
+
+def _handles(
+    msgs: list[MessageExt],
+    starts: dict[str, int],
+    counts: dict[str, int],
+    pop_time: int,
+    invisible: int,
+    revive_qid: int,
+    broker_name: str,
+    topic: str,
+) -> list[str]:
+    """processPopResponse in full: retried messages come with their handle (POP_CK), the others get
+    one built from their queue's start offset; orderly pops carry the times each was popped."""
+    handles = []
+    for m in msgs:
+        props = m.properties
+        handle = props.get(MessageConst.PROPERTY_POP_CK)
+        if handle is None:
+            flag = retry_flag(m.topic)
+            key = f"{flag}@{m.queue_id}"
+            start = starts.get(key, m.queue_offset)  # a broker without startOffsetInfo: its own checkpoint
+            handle = props[MessageConst.PROPERTY_POP_CK] = build_extra_info(
+                start, pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, m.queue_offset
+            )
+            count = counts.get(f"{flag}@qo{m.queue_id}%{m.queue_offset}", counts.get(key))
+            if count:
+                object.__setattr__(m, "reconsume_times", count)
+        props.setdefault(MessageConst.PROPERTY_FIRST_POP_TIME, str(pop_time))
+        if m.topic != topic:
+            object.__setattr__(m, "topic", topic)
+        handles.append(handle)
+    return handles

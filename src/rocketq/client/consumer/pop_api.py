@@ -22,8 +22,7 @@ from rocketq.codec.pop import (
     build_extra_info,
     encode_batch_ack_body,
     parse_extra_info,
-    parse_offset_info,
-    retry_flag,
+    receipt_handles,
 )
 from rocketq.codec.properties import MessageConst
 from rocketq.errors import for_code
@@ -81,70 +80,10 @@ def process_pop_response(
     pop_time = int(ext["popTime"])
     invisible = int(ext["invisibleTime"])
     revive_qid = int(ext["reviveQid"])
-    starts = parse_offset_info(ext.get("startOffsetInfo"))
-    counts = parse_offset_info(ext.get("orderCountInfo"))
     body = response.body
     msgs = decode_messages(body if isinstance(body, bytes | bytearray | memoryview) else b"".join(body))
-    if not counts and all(key.startswith("0@") for key in starts):
-        handles = _normal_handles(msgs, starts, pop_time, invisible, revive_qid, broker_name)
-    else:
-        handles = _handles(msgs, starts, counts, pop_time, invisible, revive_qid, broker_name, topic)
+    handles = receipt_handles(msgs, ext, pop_time, invisible, revive_qid, broker_name, topic)
     return PopResult(PopStatus.FOUND, msgs, pop_time, invisible, int(ext.get("restNum", 0) or 0), handles)
-
-
-def _normal_handles(
-    msgs: list[MessageExt],
-    starts: dict[str, int],
-    pop_time: int,
-    invisible: int,
-    revive_qid: int,
-    broker_name: str,
-) -> list[str]:
-    """The common answer (messages of the topic itself, none retried): one handle prefix per queue,
-    and the properties left undecoded."""
-    prefixes: dict[int, str] = {}
-    handles = []
-    for m in msgs:
-        qid = m.queue_id
-        prefix = prefixes.get(qid)
-        if prefix is None:
-            start = starts.get(f"0@{qid}", m.queue_offset)
-            prefix = prefixes[qid] = f"{start} {pop_time} {invisible} {revive_qid} 0 {broker_name} {qid} "
-        handles.append(prefix + str(m.queue_offset))
-    return handles
-
-
-def _handles(
-    msgs: list[MessageExt],
-    starts: dict[str, int],
-    counts: dict[str, int],
-    pop_time: int,
-    invisible: int,
-    revive_qid: int,
-    broker_name: str,
-    topic: str,
-) -> list[str]:
-    """processPopResponse in full: retried messages come with their handle (POP_CK), the others get
-    one built from their queue's start offset; orderly pops carry the times each was popped."""
-    handles = []
-    for m in msgs:
-        props = m.properties
-        handle = props.get(POP_CK)
-        if handle is None:
-            flag = retry_flag(m.topic)
-            key = f"{flag}@{m.queue_id}"
-            start = starts.get(key, m.queue_offset)  # a broker without startOffsetInfo: its own checkpoint
-            handle = props[POP_CK] = build_extra_info(
-                start, pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, m.queue_offset
-            )
-            count = counts.get(f"{flag}@qo{m.queue_id}%{m.queue_offset}", counts.get(key))
-            if count:
-                object.__setattr__(m, "reconsume_times", count)
-        props.setdefault(MessageConst.PROPERTY_FIRST_POP_TIME, str(pop_time))
-        if m.topic != topic:
-            object.__setattr__(m, "topic", topic)
-        handles.append(handle)
-    return handles
 
 
 def pop_header(
