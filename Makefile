@@ -13,6 +13,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 DEV_STAMP := $(VENV)/.installed-dev
 COMPAT_NODE := tests/compat/node
+COMPAT_PY5 := tests/compat/py5
 CHROMIUM := /usr/bin/chromium
 
 .PHONY: run test test-all campaign bench lint typecheck setup clean
@@ -30,6 +31,13 @@ $(COMPAT_NODE)/node_modules/.installed: $(COMPAT_NODE)/package.json $(COMPAT_NOD
 	cd $(COMPAT_NODE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The official RocketMQ 5 Python client imports as `rocketmq`, like the C++ binding in .venv: it
+# gets a virtualenv of its own (tests/compat/py5, docs/grpc.md).
+$(COMPAT_PY5)/.venv/.installed: $(COMPAT_PY5)/requirements.txt
+	$(PY) -m venv $(COMPAT_PY5)/.venv
+	$(COMPAT_PY5)/.venv/bin/pip install -q -r $(COMPAT_PY5)/requirements.txt
+	touch $@
+
 # The dashboard tests drive Debian's chromium (Playwright never downloads a browser here); it is
 # installed only when missing. Without its Recommends (udev, upower, xdg-utils' perl modules, ...)
 # apt adds ~25 packages and upgrades none; with them it also upgraded systemd and perl.
@@ -38,7 +46,7 @@ $(CHROMIUM):
 	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) \
 		apt-get install -y -qq --no-install-recommends chromium
 
-setup: $(TEST_STAMP) $(COMPAT_NODE)/node_modules/.installed $(CHROMIUM)
+setup: $(TEST_STAMP) $(COMPAT_NODE)/node_modules/.installed $(COMPAT_PY5)/.venv/.installed $(CHROMIUM)
 
 run: $(RUN_STAMP)
 	$(BIN)/rocketq up $(ARGS)
@@ -64,4 +72,4 @@ typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(COMPAT_NODE)/node_modules
+	rm -rf $(VENV) $(COMPAT_NODE)/node_modules $(COMPAT_PY5)/.venv

@@ -83,4 +83,6 @@ ROCKETQ_ONLY = {
     "timerWheelEnable", "timerPrecisionMs", "timerMaxDelaySec", "timerRollWindowSlot",
     "mappedFileSizeTimerLog", "timerFlushIntervalMs", "recallMessageEnable",
     "allowRecallWhenBrokerNotWriteable",
+    # the RocketMQ 5 gRPC endpoint, which Apache serves from its proxy (docs/grpc.md)
+    "grpcPort",
 }

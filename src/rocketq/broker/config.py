@@ -91,6 +91,9 @@ class BrokerConfig:
     metrics_port: int = restart_required(-1, why="the metrics endpoint is started with the broker")
     # Test-only: "4.9" makes the broker as strict as Apache RocketMQ 4.9.8 (broker/compat.py), so
     # that the SDK's tests prove it sends nothing a 4.9 broker does not know.
+    # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2, docs/grpc.md): 8081 as Apache's proxy,
+    # -1 = off, 0 = a free port; with listenPort 0 the default 8081 also becomes a free port.
+    grpc_port: int = restart_required(8081, why="the gRPC server is started with the broker")
     compatibility_mode: Literal["", "4.9"] = restart_required("", why="the request table is built at start")
     # ACL 1.0 (docs/security.md): every request must be signed by an account of plainAclFile.
     acl_enable: bool = restart_required(False, why=_ACL)
@@ -114,6 +117,7 @@ class BrokerConfig:
 
     def __post_init__(self) -> None:
         check_port("metricsPort", self.metrics_port, off=True)
+        check_port("grpcPort", self.grpc_port, off=True)
         if not self.broker_name:
             raise invalid("brokerName", "must not be empty")
         if self.broker_id < 0:

@@ -88,6 +88,7 @@ class BrokerController:
         self.pop_service: PopService | None = None  # built once the store is ready
         self.timer_service: TimerService | None = None  # timer messages, when timerWheelEnable
         self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
+        self.grpc: Any = None  # GrpcServer (broker/grpc/) while grpcPort >= 0 on a master
         self.processors: BrokerProcessors | None = None  # built once the store is ready
         self.boot_timestamp = int(time.time() * 1000)
         self._ready = False
@@ -150,6 +151,11 @@ class BrokerController:
         """``host:port`` of the Prometheus endpoint, or None when metricsPort is off."""
         return self.metrics.address if self.metrics is not None else None
 
+    @property
+    def grpc_address(self) -> str | None:
+        """``host:port`` of the RocketMQ 5 gRPC endpoint, or None when grpcPort is off."""
+        return self.grpc.address if self.grpc is not None else None
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -211,6 +217,7 @@ class BrokerController:
 
             self._spawn(self._every(WATCH_INTERVAL, self.acl.reload_if_changed))
         await self._start_metrics()
+        await self._start_grpc()
         await self.register_broker_all()
         self._spawn(self._every(self.broker_config.register_period_ms / 1000, self.register_broker_all))
 
@@ -225,6 +232,24 @@ class BrokerController:
         await self.metrics.start(self.server_config.bind_address, port)
         log.info("broker %s metrics on http://%s/metrics", self.broker_name, self.metrics.address)
 
+    async def _start_grpc(self) -> None:
+        port = self.broker_config.grpc_port
+        if port < 0 or self.broker_config.is_slave:
+            return
+        from rocketq.broker.grpc import GrpcServer
+        from rocketq.broker.grpc.server import APACHE_PROXY_PORT
+
+        if port == APACHE_PROXY_PORT and self.server_config.listen_port == 0:
+            port = 0  # a broker on a free port takes a free gRPC port too (tests, several brokers)
+        self.grpc = GrpcServer(self)
+        await self.grpc.start(self.server_config.bind_address, port, self.broker_config.broker_ip1)
+
+    async def _stop_grpc(self) -> None:
+        grpc, self.grpc = self.grpc, None
+        if grpc is not None:
+            with contextlib.suppress(Exception):
+                await grpc.stop()
+
     async def _stop_metrics(self) -> None:
         metrics, self.metrics = self.metrics, None
         if metrics is not None:
@@ -238,6 +263,7 @@ class BrokerController:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         await self._stop_metrics()
+        await self._stop_grpc()
         await self.server.stop(0)
         await self.transaction_check_service.shutdown()
         if self.schedule_service is not None:
@@ -276,6 +302,7 @@ class BrokerController:
             with contextlib.suppress(Exception):
                 await self.outer_api.unregister_broker_all()
         await self._stop_metrics()
+        await self._stop_grpc()
         await self.server.stop()
         self.hold_service.shutdown()
         await self.transaction_check_service.shutdown()

@@ -43,3 +43,8 @@ def port(text: str) -> int:
     if not 0 <= n <= 65535:
         raise argparse.ArgumentTypeError(f"{n} is not a port number (0-65535; 0 picks a free one)")
     return n
+
+
+def grpc_port(text: str) -> int:
+    """A port, or -1 for a listener that is off (grpcPort)."""
+    return -1 if text.strip() == "-1" else port(text)

@@ -49,6 +49,7 @@ class ServeOptions:
     host: str | None = None
     namesrv_port: int | None = None
     broker_port: int | None = None
+    grpc_port: int | None = None
     namesrv_addr: str | None = None
     replicas: int = 0  # up: slaves of the broker, each with its own store (docs/ha.md)
 
@@ -103,6 +104,8 @@ def build_plan(opts: ServeOptions, environ: Mapping[str, str] | None = None) -> 
         flags.append(Setting("listenPort", opts.namesrv_port, "--namesrv-port", NamesrvConfig))
     if opts.broker_port is not None:
         flags.append(Setting("listenPort", opts.broker_port, "--broker-port", server_cls))
+    if opts.grpc_port is not None:
+        flags.append(Setting("grpcPort", opts.grpc_port, "--grpc-port", BrokerConfig))
     if opts.namesrv_addr is not None:
         flags.append(Setting("namesrvAddr", opts.namesrv_addr, "-n", BrokerConfig))
     if opts.host is not None:
@@ -157,7 +160,7 @@ def replica_configs(plan: ServePlan, broker: BrokerConfig, index: int
     commit_log = f"{store.store_path_commit_log}-slave{index}" if store.store_path_commit_log else None
     port = plan.broker_server.listen_port
     return (
-        dataclasses.replace(broker, broker_id=index, broker_role="SLAVE",
+        dataclasses.replace(broker, broker_id=index, broker_role="SLAVE", grpc_port=-1,
                             metrics_port=broker.metrics_port + index if broker.metrics_port > 0
                             else broker.metrics_port),
         dataclasses.replace(store, store_path_root_dir=f"{store.store_path_root_dir}-slave{index}",

@@ -33,7 +33,7 @@ from typing import Any, Protocol, TextIO
 from rich.console import Console
 from rich.table import Table
 
-from rocketq.cli.argtypes import non_negative, port, positive
+from rocketq.cli.argtypes import grpc_port, non_negative, port, positive
 from rocketq.cli.assembly import (
     DEFAULT_DATA_DIR,
     DEFAULT_HOST,
@@ -115,6 +115,10 @@ def add_commands(commands: Any) -> None:
         "--broker-port", type=port, metavar="N", help="broker port (default 10911; 0 picks a free one)"
     )
     broker_opts.add_argument(
+        "--grpc-port", type=grpc_port, metavar="N",
+        help="RocketMQ 5 gRPC port (grpcPort, default 8081; 0 picks a free one, -1 turns it off)",
+    )
+    broker_opts.add_argument(
         "-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)",
     )
 
@@ -143,6 +147,7 @@ def _handler(role: str) -> Callable[[argparse.Namespace], int]:
             host=args.host,
             namesrv_port=getattr(args, "namesrv_port", None),
             broker_port=getattr(args, "broker_port", None),
+            grpc_port=getattr(args, "grpc_port", None),
             namesrv_addr=getattr(args, "namesrv_addr", None),
             replicas=getattr(args, "replicas", 0),
         )
@@ -371,6 +376,9 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
                 make_slave = functools.partial(broker_cls, *replica_configs(plan, broker_config, i))
                 slave = await _start(f"slave {i}", make_slave, started)
                 ready.append(f"slave{i}={slave.address}")
+            broker_grpc = getattr(broker, "grpc_address", None)
+            if broker_grpc:
+                ready.append(f"grpc={broker_grpc}")
             broker_metrics = getattr(broker, "metrics_address", None)
             if broker_metrics:
                 metrics.append(("metrics", broker_metrics))

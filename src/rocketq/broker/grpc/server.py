@@ -1,0 +1,45 @@
+"""The grpc.aio server of the broker: runs on the broker's event loop, beside remoting."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rocketq.broker.controller import BrokerController
+
+log = logging.getLogger("rocketq.broker.grpc")
+
+APACHE_PROXY_PORT = 8081
+
+
+class GrpcServer:
+    def __init__(self, controller: BrokerController) -> None:
+        self._ctl = controller
+        self._server: object | None = None
+        self.service: object | None = None
+        self.address = ""
+
+    async def start(self, bind_host: str, port: int, advertised_host: str) -> None:
+        import grpc
+
+        from rocketq.broker.grpc.protocol import load
+        from rocketq.broker.grpc.service import MessagingService
+
+        _, _, stubs = load()
+        service = MessagingService(self._ctl, advertised_host)
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        stubs.add_MessagingServiceServicer_to_server(service, server)
+        bound = server.add_insecure_port(f"{bind_host or '0.0.0.0'}:{port}")
+        await server.start()
+        service.port = bound
+        self._server, self.service = server, service
+        self.address = f"{advertised_host}:{bound}"
+        log.info("broker %s serves gRPC (apache.rocketmq.v2) on %s", self._ctl.broker_name, self.address)
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            for c in list(getattr(self.service, "clients", {}).values()):
+                c.close()
+            await server.stop(0.5)  # type: ignore[attr-defined]
