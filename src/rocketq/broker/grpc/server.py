@@ -30,7 +30,16 @@ class GrpcServer:
         service = MessagingService(self._ctl, advertised_host)
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         stubs.add_MessagingServiceServicer_to_server(service, server)
-        bound = server.add_insecure_port(f"{bind_host or '0.0.0.0'}:{port}")
+        host = bind_host or "0.0.0.0"
+        try:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:
+            if port != APACHE_PROXY_PORT:
+                raise
+            # The default port taken (another broker, a proxy): a free one, announced on READY,
+            # rather than a broker that does not start for a port nobody asked for.
+            log.warning("gRPC port %d is in use; serving gRPC on a free port instead", port)
+            bound = server.add_insecure_port(f"{host}:0")
         await server.start()
         service.port = bound
         self._server, self.service = server, service
