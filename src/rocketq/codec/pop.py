@@ -550,3 +550,21 @@ def _handles(
             object.__setattr__(m, "topic", topic)
         handles.append(handle)
     return handles
+
+
+def batch_acks(group: str, topic: str, handles: Iterable[str]) -> list[BatchAck]:
+    """The BATCH_ACK_MESSAGE entries acking `handles` (of messages popped for `topic`): one per
+    checkpoint. ValueError for a handle that is not one."""
+    by_ck: dict[str, list[int]] = {}  # a handle without its queue offset names its checkpoint
+    for handle in handles:
+        if handle.count(" ") == 7:
+            ck, _, offset = handle.rpartition(" ")
+        else:  # an old 7-field handle: the message is its checkpoint's start
+            ck, offset = handle, handle.split(" ", 1)[0]
+        by_ck.setdefault(ck, []).append(int(offset))
+    acks = []
+    for ck, offs in by_ck.items():
+        i = parse_extra_info(ck)
+        acks.append(BatchAck(group, topic, i.retry, i.ck_offset, i.queue_id, i.revive_qid, i.pop_time,
+                             i.invisible_time, tuple(offs)))
+    return acks

@@ -15,12 +15,17 @@ from rocketq.broker.grpc import convert
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import (
-    AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     PopMessageRequestHeader,
 )
 from rocketq.codec.message import decode_messages
-from rocketq.codec.pop import build_extra_info, parse_extra_info, receipt_handles
+from rocketq.codec.pop import (
+    batch_acks,
+    build_extra_info,
+    encode_batch_ack_body,
+    parse_extra_info,
+    receipt_handles,
+)
 
 CONSUME_POP = "CONSUME_POP"  # RocketMQ 5's ConsumeType: the broker hands out, the client acks
 DEFAULT_INVISIBLE_MS = 30_000
@@ -155,36 +160,41 @@ class ConsumeRpcs:
     # -- AckMessage, ChangeInvisibleDuration ----------------------------------------------------------
 
     async def AckMessage(self, request: Any, context: Any) -> Any:  # noqa: N802
+        """The request's receipt handles in one BATCH_ACK_MESSAGE (one ack record per checkpoint);
+        a handle that is not one is refused on its own."""
         c = self.client(context)
         group = self.topic(c, request.group)
         topic = self.topic(c, request.topic)
-        entries = []
+        statuses: list[Any] = []
+        good: list[str] = []
         for e in request.entries:
-            entries.append(self.s.AckMessageResultEntry(
-                message_id=e.message_id, receipt_handle=e.receipt_handle,
-                status=await self._ack(group, topic, e.receipt_handle)))
-        bad = [e.status for e in entries if e.status.code != self.d.OK]
+            try:
+                parse_extra_info(e.receipt_handle)
+            except ValueError as exc:
+                statuses.append(self.status("INVALID_RECEIPT_HANDLE", str(exc)))
+                continue
+            statuses.append(None)
+            good.append(e.receipt_handle)
+        if good:
+            done = await self._batch_ack(group, topic, good)
+            statuses = [done if st is None else st for st in statuses]
+        result = self.s.AckMessageResultEntry
+        entries = [result(message_id=e.message_id, receipt_handle=e.receipt_handle, status=st)
+                   for e, st in zip(request.entries, statuses, strict=True)]
+        bad = [st for st in statuses if st.code != self.d.OK]
         status = self.status("OK") if not bad else bad[0] if len(bad) == len(entries) else self.status(
             "MULTIPLE_RESULTS")
         return self.s.AckMessageResponse(status=status, entries=entries)
 
-    async def _ack(self, group: str, topic: str, handle: str) -> Any:
+    async def _batch_ack(self, group: str, topic: str, handles: list[str]) -> Any:
         try:
-            info = parse_extra_info(handle)
-        except ValueError as exc:
-            return self.status("INVALID_RECEIPT_HANDLE", str(exc))
-        offset = info.queue_offset if info.queue_offset is not None else info.ck_offset
-        h = AckMessageRequestHeader(consumer_group=group, topic=info.real_topic(topic, group),
-                                    queue_id=info.queue_id, extra_info=handle, offset=offset)
-        cmd = RemotingCommand(int(RequestCode.ACK_MESSAGE), ext_fields=h.to_ext())
-        try:
-            resp = await answered(self._pop().ack(cmd, None), None, 0)
+            body = encode_batch_ack_body(self._ctl.broker_name, batch_acks(group, topic, handles))
+            cmd = RemotingCommand(int(RequestCode.BATCH_ACK_MESSAGE), body=body)
+            resp = await answered(self._pop().batch_ack(cmd, None), None, 0)
         except Exception as exc:
             return self.error(exc)
         if resp is None:
             return self.status("INTERNAL_ERROR", "the ack had no answer")
-        if resp.code == ResponseCode.MESSAGE_ILLEGAL:
-            return self.status("INVALID_RECEIPT_HANDLE", resp.remark or "")
         if resp.code != ResponseCode.SUCCESS:
             return self.status(convert.code_name(resp.code), resp.remark or "")
         return self.status("OK")

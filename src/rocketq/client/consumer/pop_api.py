@@ -18,7 +18,7 @@ from rocketq.codec.headers import (
 )
 from rocketq.codec.message import MessageExt, decode_messages
 from rocketq.codec.pop import (
-    BatchAck,
+    batch_acks,
     build_extra_info,
     encode_batch_ack_body,
     parse_extra_info,
@@ -146,29 +146,7 @@ async def batch_ack_messages(
     timeout: float,
 ) -> None:
     """BATCH_ACK_MESSAGE of handles from one broker: one entry per checkpoint."""
-    by_ck: dict[str, list[int]] = {}  # a handle without its queue offset names its checkpoint
-    for handle in handles:
-        if handle.count(" ") == 7:
-            ck, _, offset = handle.rpartition(" ")
-        else:  # an old 7-field handle: the message is its checkpoint's start
-            ck, offset = handle, handle.split(" ", 1)[0]
-        by_ck.setdefault(ck, []).append(int(offset))
-    acks = []
-    for ck, offs in by_ck.items():
-        i = parse_extra_info(ck)
-        acks.append(
-            BatchAck(
-                group,
-                topic,
-                i.retry,
-                i.ck_offset,
-                i.queue_id,
-                i.revive_qid,
-                i.pop_time,
-                i.invisible_time,
-                tuple(offs),
-            )
-        )
+    acks = batch_acks(group, topic, handles)
     request = RemotingCommand.request(
         RequestCode.BATCH_ACK_MESSAGE, None, encode_batch_ack_body(broker_name, acks)
     )
