@@ -19,6 +19,7 @@ from rocketq.broker.grpc.clients import (
     transaction_id,
 )
 from rocketq.broker.grpc.consume import ConsumeRpcs
+from rocketq.broker.grpc.offsets import OffsetRpcs
 from rocketq.broker.grpc.protocol import load
 from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE
 from rocketq.codec.codes import ResponseCode
@@ -37,7 +38,7 @@ _COMMIT, _ROLLBACK = 0x8, 0xC  # MessageSysFlag.TRANSACTION_COMMIT_TYPE / ROLLBA
 _Servicer: Any = load()[2].MessagingServiceServicer
 
 
-class MessagingService(ConsumeRpcs, _Servicer):  # type: ignore[misc]
+class MessagingService(ConsumeRpcs, OffsetRpcs, _Servicer):  # type: ignore[misc]
     def __init__(self, controller: BrokerController, host: str) -> None:
         self._ctl = controller
         self.d, self.s, _ = load()

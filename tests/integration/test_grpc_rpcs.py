@@ -1,0 +1,155 @@
+"""The broker's apache.rocketmq.v2 RPCs that the official Python client does not call, through raw
+stubs compiled from our .proto files (docs/grpc.md): status codes, namespaces from x-mq-namespace,
+the pull-style RPCs, ForwardMessageToDeadLetterQueue, RecallMessage, and gRPC clients in admin's
+connection lists. Against a real `rocketq up`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
+
+from rocketq.broker.grpc.protocol import load
+
+pytestmark = [pytest.mark.timeout(120)]
+
+CLUSTER = "DefaultCluster"
+d, s, stubs = load()
+
+cluster = module_cluster("grpc-rpcs", *SMALL_STORE)
+
+
+@pytest.fixture(scope="module")
+def stub(cluster: Cluster) -> Iterator[Any]:
+    match = re.search(r"^READY .* grpc=(\S+)", cluster.proc.stdout(), re.MULTILINE)
+    assert match, cluster.describe()
+    with grpc.insecure_channel(match[1]) as channel:
+        yield stubs.MessagingServiceStub(channel)
+
+
+def md(client: str, namespace: str = "") -> tuple[tuple[str, str], ...]:
+    pairs = [("x-mq-client-id", client)]
+    if namespace:
+        pairs.append(("x-mq-namespace", namespace))
+    return tuple(pairs)
+
+
+def _topic(admin: AdminRun, name: str, queues: int = 1) -> str:
+    admin.json("updateTopic", "-t", name, "-c", CLUSTER, "-r", str(queues), "-w", str(queues))
+    return name
+
+
+def _send(stub: Any, topic: str, bodies: list[bytes], meta: Any) -> Any:
+    msgs = []
+    for i, body in enumerate(bodies):
+        m = d.Message(topic=d.Resource(name=topic), body=body)
+        m.system_properties.message_id = f"0102FC000000016{i:019X}"
+        m.system_properties.message_type = d.NORMAL
+        m.system_properties.tag = "T"
+        m.system_properties.born_timestamp.GetCurrentTime()
+        msgs.append(m)
+    resp = stub.SendMessage(s.SendMessageRequest(messages=msgs), metadata=meta)
+    assert resp.status.code == d.OK, resp
+    return resp
+
+
+def _mq(topic: str, qid: int = 0) -> Any:
+    return d.MessageQueue(topic=d.Resource(name=topic), id=qid)
+
+
+def test_status_codes(stub: Any) -> None:
+    meta = md(unique_name("c"))
+    route = stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=unique_name("Nope"))), metadata=meta)
+    assert route.status.code == d.TOPIC_NOT_FOUND
+    bad = s.AckMessageEntry(message_id="m", receipt_handle="bad")
+    ack = stub.AckMessage(s.AckMessageRequest(group=d.Resource(name="g"), topic=d.Resource(name="t"),
+                                              entries=[bad]), metadata=meta)
+    assert ack.status.code == d.INVALID_RECEIPT_HANDLE
+    assert ack.entries[0].status.code == d.INVALID_RECEIPT_HANDLE
+    recall = stub.RecallMessage(s.RecallMessageRequest(topic=d.Resource(name="t"), recall_handle="x"),
+                                metadata=meta)
+    assert recall.status.code == d.UNSUPPORTED
+
+
+def test_pull_offsets_and_query_offset(stub: Any, admin: AdminRun) -> None:
+    topic = _topic(admin, unique_name("GPull"))
+    meta = md(unique_name("c"))
+    sent = _send(stub, topic, [b"p0", b"p1", b"p2"], meta)
+    assert [e.offset for e in sent.entries] == [0, 1, 2]
+    begin = stub.QueryOffset(s.QueryOffsetRequest(message_queue=_mq(topic), query_offset_policy=d.BEGINNING),
+                             metadata=meta)
+    end = stub.QueryOffset(s.QueryOffsetRequest(message_queue=_mq(topic), query_offset_policy=d.END),
+                           metadata=meta)
+    assert (begin.offset, end.offset) == (0, 3)
+    pulled = list(stub.PullMessage(s.PullMessageRequest(group=d.Resource(name="pg"), message_queue=_mq(topic),
+                                                        offset=1, batch_size=10), metadata=meta))
+    assert pulled[0].status.code == d.OK
+    assert [r.message.body for r in pulled if r.WhichOneof("content") == "message"] == [b"p1", b"p2"]
+    assert pulled[-1].next_offset == 3
+    group = unique_name("pg")
+    missing = stub.GetOffset(s.GetOffsetRequest(group=d.Resource(name=group), message_queue=_mq(topic)),
+                             metadata=meta)
+    assert missing.status.code == d.OFFSET_NOT_FOUND
+    upd = stub.UpdateOffset(s.UpdateOffsetRequest(group=d.Resource(name=group), message_queue=_mq(topic),
+                                                  offset=2), metadata=meta)
+    assert upd.status.code == d.OK
+    got = stub.GetOffset(s.GetOffsetRequest(group=d.Resource(name=group), message_queue=_mq(topic)),
+                         metadata=meta)
+    assert (got.status.code, got.offset) == (d.OK, 2)
+
+
+def test_namespace_from_metadata(stub: Any, admin: AdminRun) -> None:
+    name = unique_name("GNs")
+    _topic(admin, f"ns1%{name}")
+    meta = md(unique_name("c"), namespace="ns1")
+    route = stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=name)), metadata=meta)
+    assert route.status.code == d.OK and len(route.message_queues) == 1
+    _send(stub, name, [b"ns"], meta)
+    # stored under RocketMQ 4's wrapped name, where a remoting client of namespace ns1 reads it
+    end = stub.QueryOffset(s.QueryOffsetRequest(message_queue=_mq(f"ns1%{name}"), query_offset_policy=d.END),
+                           metadata=md("plain"))
+    assert end.offset == 1
+
+
+def test_forward_to_dead_letter_queue(stub: Any, admin: AdminRun) -> None:
+    topic = _topic(admin, unique_name("GDlq"))
+    group = unique_name("dg")
+    meta = md(unique_name("c"))
+    _send(stub, topic, [b"poison"], meta)
+    req = s.ReceiveMessageRequest(group=d.Resource(name=group), message_queue=_mq(topic, -1), batch_size=1)
+    req.invisible_duration.FromSeconds(30)
+    req.long_polling_timeout.FromSeconds(5)
+    got = [r.message for r in stub.ReceiveMessage(req, metadata=meta) if r.WhichOneof("content") == "message"]
+    assert [m.body for m in got] == [b"poison"]
+    fwd = stub.ForwardMessageToDeadLetterQueue(s.ForwardMessageToDeadLetterQueueRequest(
+        group=d.Resource(name=group), topic=d.Resource(name=topic),
+        receipt_handle=got[0].system_properties.receipt_handle,
+        message_id=got[0].system_properties.message_id, delivery_attempt=1, max_delivery_attempts=16),
+        metadata=meta)
+    assert fwd.status.code == d.OK, fwd
+
+    def dlq() -> list[bytes]:
+        pull = s.PullMessageRequest(group=d.Resource(name="x"), message_queue=_mq(f"%DLQ%{group}"),
+                                    offset=0, batch_size=10)
+        pulled = stub.PullMessage(pull, metadata=meta)
+        return [r.message.body for r in pulled if r.WhichOneof("content") == "message"]
+
+    assert eventually(dlq, timeout=20) == [b"poison"]
+
+
+def test_grpc_consumer_in_admin_connections(stub: Any, admin: AdminRun) -> None:
+    group = unique_name("cg")
+    admin.json("updateSubGroup", "-g", group, "-c", CLUSTER)
+    client_id = unique_name("grpc-client")
+    hb = stub.Heartbeat(s.HeartbeatRequest(group=d.Resource(name=group), client_type=d.SIMPLE_CONSUMER),
+                        metadata=md(client_id))
+    assert hb.status.code == d.OK
+    conn = eventually(lambda: admin.json("consumerConnection", "-g", group), timeout=20)
+    assert client_id in str(conn), conn
+    stub.NotifyClientTermination(s.NotifyClientTerminationRequest(group=d.Resource(name=group)),
+                                 metadata=md(client_id))
+    assert client_id not in str(admin.raw("consumerConnection", "-g", group))
