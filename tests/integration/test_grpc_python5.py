@@ -119,6 +119,16 @@ def test_consumer_killed_mid_batch_gets_its_messages_back(cluster: Cluster, admi
     assert sorted(m["body"] for m in _last(out, "received_all")) == [f"k-{i}" for i in range(4)]
 
 
+def test_push_consumer_gets_a_failed_message_again(cluster: Cluster, admin: AdminRun) -> None:
+    ep = grpc_endpoint(cluster)
+    topic = _topic(admin, "G5Push")
+    assert py5("produce", ep, topic, "--count", "3", "--prefix", "u")[0] == 0
+    rc, out, err = py5("push", ep, topic, unique_name("G5pc"), "--count", "3", "--timeout", "120",
+                       timeout=170)
+    assert rc == 0, err
+    assert _last(out, "consumed") == ["u-0", "u-1", "u-2"]
+
+
 def test_transactions_commit_rollback_and_check_back(cluster: Cluster, admin: AdminRun) -> None:
     ep = grpc_endpoint(cluster)
     topic = _topic(admin, "G5Txn")

@@ -7,6 +7,7 @@ Run with tests/compat/py5/.venv/bin/python (never the main venv: both packages i
     official_client.py transaction ENDPOINT TOPIC --commit N --rollback N --orphan N
     official_client.py consume ENDPOINT TOPIC GROUP --count N [--invisible S] [--no-ack]
                        [--change-invisible S] [--exit-after N]
+    official_client.py push ENDPOINT TOPIC GROUP --count N   (each message failed once, then consumed)
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from typing import Any
 
 from rocketmq import (
     ClientConfiguration,
+    ConsumeResult,
     Credentials,
     FilterExpression,
     Message,
+    MessageListener,
     Producer,
+    PushConsumer,
     SimpleConsumer,
     TransactionChecker,
     TransactionResolution,
@@ -126,6 +130,34 @@ def consume(a: argparse.Namespace) -> int:
     return 0 if len(got) >= a.count else 1
 
 
+class Listener(MessageListener):
+    """Fails each message once (FAILURE: redelivered), then accepts it."""
+
+    def __init__(self) -> None:
+        self.attempts: dict[str, int] = {}
+
+    def consume(self, message: Message) -> ConsumeResult:
+        body = message.body.decode()
+        self.attempts[body] = self.attempts.get(body, 0) + 1
+        emit({"pushed": body, "attempt": self.attempts[body]})
+        return ConsumeResult.FAILURE if self.attempts[body] == 1 else ConsumeResult.SUCCESS
+
+
+def push(a: argparse.Namespace) -> int:
+    listener = Listener()
+    consumer = PushConsumer(config(a.endpoint), a.group, listener, {a.topic: FilterExpression("*")})
+    consumer.startup()
+    deadline = time.time() + a.timeout
+    try:
+        while time.time() < deadline and sum(n >= 2 for n in listener.attempts.values()) < a.count:
+            time.sleep(0.2)
+    finally:
+        consumer.shutdown()
+    done = sorted(b for b, n in listener.attempts.items() if n >= 2)
+    emit({"consumed": done})
+    return 0 if len(done) >= a.count else 1
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -155,8 +187,14 @@ def main() -> int:
     co.add_argument("--change-invisible", type=int, default=0)
     co.add_argument("--exit-after", type=int, default=0)
     co.add_argument("--timeout", type=float, default=60)
+    pu = sub.add_parser("push")
+    pu.add_argument("endpoint")
+    pu.add_argument("topic")
+    pu.add_argument("group")
+    pu.add_argument("--count", type=int, default=1)
+    pu.add_argument("--timeout", type=float, default=90)
     a = p.parse_args()
-    return {"produce": produce, "transaction": transaction, "consume": consume}[a.cmd](a)
+    return {"produce": produce, "transaction": transaction, "consume": consume, "push": push}[a.cmd](a)
 
 
 if __name__ == "__main__":
