@@ -49,13 +49,19 @@ class GrpcClient:
         self.settings: Any = None
         self.groups: set[str] = set()  # producer groups it is registered under
         self.to_v2: Any = None  # set by the service: MessageExt -> v2 Message in this namespace
+        self.on_close: Any = None  # set by the service: forget the client
 
     def __repr__(self) -> str:
         return f"GrpcClient({self.client_id}@{self.remote_address})"
 
     def close(self) -> None:
+        """The managers expired it (no heartbeat for channelExpiredTimeout), or it left."""
+        if not self.is_active:
+            return
         self.is_active = False
         self.outbox.put_nowait(None)  # ends the Telemetry stream
+        if self.on_close is not None:
+            self.on_close(self)
 
     def send(self, command: Any) -> None:
         """A server command on the Telemetry stream."""

@@ -58,13 +58,15 @@ class MessagingService(ConsumeRpcs, OffsetRpcs, _Servicer):  # type: ignore[misc
             addr = peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:")) else peer
             c = GrpcClient(client_id, addr, md.get("x-mq-namespace", ""), md.get("x-mq-language", ""))
             c.to_v2 = lambda m, tid, c=c: self._orphan(c, m, tid)
+            c.on_close = self.forget
             self.clients[client_id] = c
         return c
 
     def forget(self, c: GrpcClient) -> None:
         if self.clients.get(c.client_id) is c:
             del self.clients[c.client_id]
-        c.is_active = False
+        c.on_close = None  # already forgetting it
+        c.close()
         self._ctl.producer_manager.do_channel_close_event(c)
         self._ctl.consumer_manager.do_channel_close_event(c)
 
@@ -217,6 +219,8 @@ class MessagingService(ConsumeRpcs, OffsetRpcs, _Servicer):  # type: ignore[misc
             reader.cancel()
             with contextlib.suppress(BaseException):
                 await reader
+            # Apache's proxy, too, takes a client whose Telemetry stream ended for gone
+            self.forget(c)
 
     async def _read_telemetry(self, c: GrpcClient, commands: Any) -> None:
         async for command in commands:
