@@ -510,6 +510,13 @@ def _give_up_if_late(deadline: float, failure: Exception | None, timeout: float,
         raise AssertionError(f"condition not met within {timeout} s: {check}")
 
 
+def grpc_address(cluster: Cluster) -> str:
+    """The ``grpc=HOST:PORT`` a ``rocketq up`` announced on its READY line (docs/grpc.md)."""
+    match = re.search(r"^READY .* grpc=(\S+)", cluster.proc.stdout(), re.MULTILINE)
+    assert match, f"no grpc= on the READY line\n{cluster.describe()}"
+    return match[1]
+
+
 def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
     """Poll ``check`` until it returns something truthy without raising; its value is returned."""
     deadline = time.monotonic() + timeout

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import threading
@@ -14,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
+from tests.harness import (
+    SMALL_STORE,
+    AdminRun,
+    Cluster,
+    eventually,
+    grpc_address,
+    module_cluster,
+    unique_name,
+)
 
 import rocketq
 from rocketq.client.consumer import ConsumeStatus
@@ -43,14 +50,8 @@ def node(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     return run.returncode, lines[-1], run.stderr[-3000:]
 
 
-def grpc_endpoint(c: Cluster) -> str:
-    match = re.search(r"^READY .* grpc=(\S+)", c.proc.stdout(), re.MULTILINE)
-    assert match, c.describe()
-    return match[1]
-
-
 def test_node_producer_and_simple_consumer(cluster: Cluster, admin: AdminRun, tmp_path: Path) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = unique_name("GNode")
     admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "4", "-w", "4")
     rc, out, err = node(tmp_path, "produce", ep, topic, "4", "nd")

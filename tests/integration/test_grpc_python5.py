@@ -7,7 +7,6 @@ clients both ways. The client runs from its own virtualenv (tests/compat/py5, `m
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import threading
@@ -15,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
+from tests.harness import (
+    SMALL_STORE,
+    AdminRun,
+    Cluster,
+    eventually,
+    grpc_address,
+    module_cluster,
+    unique_name,
+)
 
 import rocketq
 from rocketq.client.consumer import ConsumeStatus
@@ -31,12 +38,6 @@ CLUSTER = "DefaultCluster"
 # Orphaned half messages are checked after 2 s, every second (the defaults wait 6 s and 60 s).
 cluster = module_cluster("grpc-py5", *SMALL_STORE, "--set", "transactionTimeOut=2000",
                          "--set", "transactionCheckInterval=1000")
-
-
-def grpc_endpoint(c: Cluster) -> str:
-    match = re.search(r"^READY .* grpc=(\S+)", c.proc.stdout(), re.MULTILINE)
-    assert match, f"no grpc= on the READY line\n{c.describe()}"
-    return match[1]
 
 
 def py5(*args: str, timeout: float = 120) -> tuple[int, list[dict[str, Any]], str]:
@@ -62,7 +63,7 @@ def _last(lines: list[dict[str, Any]], key: str) -> Any:
 
 
 def test_send_normal_then_receive_and_ack(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Normal")
     rc, out, err = py5("produce", ep, topic, "--count", "5", "--tag", "TagA", "--prefix", "n")
     assert rc == 0, err
@@ -81,7 +82,7 @@ def test_send_normal_then_receive_and_ack(cluster: Cluster, admin: AdminRun) -> 
 
 
 def test_fifo_group_lands_on_one_queue_in_order(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Fifo")
     rc, out, err = py5("produce", ep, topic, "--count", "6", "--group", "order-42", "--prefix", "f")
     assert rc == 0, err
@@ -93,7 +94,7 @@ def test_fifo_group_lands_on_one_queue_in_order(cluster: Cluster, admin: AdminRu
 
 
 def test_change_invisible_duration_and_redelivery(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Inv", queues=1)
     assert py5("produce", ep, topic, "--count", "2", "--prefix", "v")[0] == 0
     group = unique_name("G5ic")
@@ -108,7 +109,7 @@ def test_change_invisible_duration_and_redelivery(cluster: Cluster, admin: Admin
 
 
 def test_consumer_killed_mid_batch_gets_its_messages_back(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Kill", queues=1)
     assert py5("produce", ep, topic, "--count", "4", "--prefix", "k")[0] == 0
     group = unique_name("G5kc")
@@ -120,7 +121,7 @@ def test_consumer_killed_mid_batch_gets_its_messages_back(cluster: Cluster, admi
 
 
 def test_push_consumer_gets_a_failed_message_again(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Push")
     assert py5("produce", ep, topic, "--count", "3", "--prefix", "u")[0] == 0
     rc, out, err = py5("push", ep, topic, unique_name("G5pc"), "--count", "3", "--timeout", "120",
@@ -130,7 +131,7 @@ def test_push_consumer_gets_a_failed_message_again(cluster: Cluster, admin: Admi
 
 
 def test_transactions_commit_rollback_and_check_back(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Txn")
     rc, out, err = py5("transaction", ep, topic, "--commit", "2", "--rollback", "2", "--orphan", "1",
                        "--wait", "90")
@@ -143,7 +144,7 @@ def test_transactions_commit_rollback_and_check_back(cluster: Cluster, admin: Ad
 
 
 def test_grpc_producer_to_remoting_push_consumer(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Mix")
     got: list[Any] = []
     lock = threading.Lock()
@@ -170,7 +171,7 @@ def test_grpc_producer_to_remoting_push_consumer(cluster: Cluster, admin: AdminR
 
 
 def test_remoting_producer_to_grpc_simple_consumer(cluster: Cluster, admin: AdminRun) -> None:
-    ep = grpc_endpoint(cluster)
+    ep = grpc_address(cluster)
     topic = _topic(admin, "G5Rev")
     with rocketq.Producer(unique_name("G5rp"), namesrv_addr=cluster.namesrv) as p:
         for i in range(3):

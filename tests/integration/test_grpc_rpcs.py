@@ -5,13 +5,20 @@ connection lists. Against a real `rocketq up`."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
-from tests.harness import SMALL_STORE, AdminRun, Cluster, eventually, module_cluster, unique_name
+from tests.harness import (
+    SMALL_STORE,
+    AdminRun,
+    Cluster,
+    eventually,
+    grpc_address,
+    module_cluster,
+    unique_name,
+)
 
 from rocketq.broker.grpc.protocol import load
 
@@ -25,9 +32,7 @@ cluster = module_cluster("grpc-rpcs", *SMALL_STORE)
 
 @pytest.fixture(scope="module")
 def stub(cluster: Cluster) -> Iterator[Any]:
-    match = re.search(r"^READY .* grpc=(\S+)", cluster.proc.stdout(), re.MULTILINE)
-    assert match, cluster.describe()
-    with grpc.insecure_channel(match[1]) as channel:
+    with grpc.insecure_channel(grpc_address(cluster)) as channel:
         yield stubs.MessagingServiceStub(channel)
 
 
