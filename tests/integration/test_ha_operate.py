@@ -24,7 +24,7 @@ from rocketq.remoting import RemotingClient
 pytestmark = [pytest.mark.timeout(120)]
 
 READY = re.compile(r"^READY namesrv=(?P<namesrv>\S+) broker=(?P<broker>\S+) slave1=(?P<slave>\S+) "
-                   r"metrics=(?P<metrics>\S+)$", re.MULTILINE)
+                   r"metrics=(?P<metrics>\S+)(?: grpc=\S+)?$", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.timeout(90)]
 
 READY = re.compile(
     r"^READY namesrv=(?P<namesrv>\S+) broker=(?P<broker>\S+) namesrvMetrics=(?P<ns_metrics>\S+) "
-    r"metrics=(?P<metrics>\S+)$", re.MULTILINE)
+    r"metrics=(?P<metrics>\S+)(?: grpc=\S+)?$", re.MULTILINE)
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

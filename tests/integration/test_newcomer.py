@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.harness import Cluster, module_cluster
+from tests.harness import Cluster, grpc_address, module_cluster
 
 import rocketq
 
@@ -47,4 +47,5 @@ def test_ready_is_announced_once(cluster: Cluster) -> None:
     stderr = cluster.proc.stderr_path.read_text("utf-8", "replace")
     announced = [ln for ln in (stdout + stderr).splitlines() if "READY" in ln]
     assert len(announced) == 1, announced
-    assert announced[0] == f"READY namesrv={cluster.namesrv} broker={cluster.broker}"
+    expected = f"READY namesrv={cluster.namesrv} broker={cluster.broker} grpc={grpc_address(cluster)}"
+    assert announced[0] == expected

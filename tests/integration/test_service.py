@@ -16,8 +16,8 @@ from tests.harness import ManagedProcess, rocketq_command, run_process, start_pr
 pytestmark = [pytest.mark.timeout(90)]
 
 ROOT = Path(__file__).resolve().parents[2]
-BROKER_READY = re.compile(r"^READY broker=(?P<broker>\S+:\d+)(?: metrics=(?P<metrics>\S+:\d+))?$",
-                          re.MULTILINE)
+BROKER_READY = re.compile(
+    r"^READY broker=(?P<broker>\S+:\d+)(?: metrics=(?P<metrics>\S+:\d+))?(?: grpc=\S+)?$", re.MULTILINE)
 
 
 def _broker(tmp_path: Path, name: str, *extra: str) -> ManagedProcess:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-READY_UP = re.compile(r"^READY namesrv=(127\.0\.0\.1:(\d+)) broker=(127\.0\.0\.1:(\d+))$")
-READY_ONE = re.compile(r"^READY (namesrv|broker)=(127\.0\.0\.1:(\d+))$")
+READY_UP = re.compile(
+    r"^READY namesrv=(127\.0\.0\.1:(\d+)) broker=(127\.0\.0\.1:(\d+)) grpc=127\.0\.0\.1:\d+$")
+READY_ONE = re.compile(r"^READY (namesrv|broker)=(127\.0\.0\.1:(\d+))(?: grpc=127\.0\.0\.1:\d+)?$")
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 

@@ -4,9 +4,10 @@ Once every server of the command is serving, exactly one line goes to stdout (an
 ``READY namesrv=HOST:PORT broker=HOST:PORT`` (only the servers the command runs). With
 ``metricsPort`` on, the line ends with `` metrics=HOST:PORT`` (the broker's endpoint, or the name
 server's in ``rocketq namesrv``); in ``up`` a name server with its own ``namesrv.metricsPort``
-adds ``namesrvMetrics=HOST:PORT`` before it. SIGINT/SIGTERM stop the servers gracefully, broker
-first (it unregisters from the name server and flushes its store), and the process exits 0; a
-second signal abandons the shutdown (exit 1).
+adds ``namesrvMetrics=HOST:PORT`` before it. A broker serving RocketMQ 5 gRPC (``grpcPort``, on by
+default; docs/grpc.md) ends the line with `` grpc=HOST:PORT``. SIGINT/SIGTERM stop the servers
+gracefully, broker first (it unregisters from the name server and flushes its store), and the
+process exits 0; a second signal abandons the shutdown (exit 1).
 
 A broker holds an exclusive flock on ``<storePathRootDir>/broker.pid`` (which holds its PID) from
 before it binds a port until the process exits, so a second broker on the same data directory
@@ -355,6 +356,7 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
     try:
         ready = []
         metrics: list[tuple[str, str]] = []
+        grpc: str | None = None
         if namesrv_cls is not None:
             make_namesrv = functools.partial(namesrv_cls, plan.namesrv, plan.namesrv_server)
             namesrv = await _start("name server", make_namesrv, started)
@@ -376,13 +378,13 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
                 make_slave = functools.partial(broker_cls, *replica_configs(plan, broker_config, i))
                 slave = await _start(f"slave {i}", make_slave, started)
                 ready.append(f"slave{i}={slave.address}")
-            broker_grpc = getattr(broker, "grpc_address", None)
-            if broker_grpc:
-                ready.append(f"grpc={broker_grpc}")
+            grpc = getattr(broker, "grpc_address", None)
             broker_metrics = getattr(broker, "metrics_address", None)
             if broker_metrics:
                 metrics.append(("metrics", broker_metrics))
         ready.extend(f"{key}={addr}" for key, addr in metrics)
+        if grpc:
+            ready.append(f"grpc={grpc}")  # last: readers of the older line ignore a trailing key
         if not stop.is_set():
             _announce(out, "READY " + " ".join(ready))
         await stop.wait()
