@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.timeout(120)]
 CLUSTER = "DefaultCluster"
 d, s, stubs = load()
 
-cluster = module_cluster("grpc-rpcs", *SMALL_STORE)
+cluster = module_cluster("grpc-rpcs", *SMALL_STORE, "--set", "recallMessageEnable=true")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_status_codes(stub: Any) -> None:
     assert ack.entries[0].status.code == d.INVALID_RECEIPT_HANDLE
     recall = stub.RecallMessage(s.RecallMessageRequest(topic=d.Resource(name="t"), recall_handle="x"),
                                 metadata=meta)
-    assert recall.status.code == d.UNSUPPORTED
+    assert recall.status.code == d.TOPIC_NOT_FOUND
 
 
 def test_pull_offsets_and_query_offset(stub: Any, admin: AdminRun) -> None:
@@ -158,3 +158,25 @@ def test_grpc_consumer_in_admin_connections(stub: Any, admin: AdminRun) -> None:
     stub.NotifyClientTermination(s.NotifyClientTerminationRequest(group=d.Resource(name=group)),
                                  metadata=md(client_id))
     assert client_id not in str(admin.raw("consumerConnection", "-g", group))
+
+
+def test_timer_message_recalled_before_it_fires(stub: Any, admin: AdminRun) -> None:
+    topic = _topic(admin, unique_name("GrpcTimer"))
+    meta = md(unique_name("recaller"))
+    m = d.Message(topic=d.Resource(name=topic), body=b"later")
+    m.system_properties.message_id = "0102FC0000000160000000000000000AB"
+    m.system_properties.message_type = d.DELAY
+    m.system_properties.born_timestamp.GetCurrentTime()
+    m.system_properties.delivery_timestamp.GetCurrentTime()
+    m.system_properties.delivery_timestamp.seconds += 60
+    sent = stub.SendMessage(s.SendMessageRequest(messages=[m]), metadata=meta)
+    assert sent.status.code == d.OK, sent
+    handle = sent.entries[0].recall_handle
+    assert handle
+    recalled = stub.RecallMessage(s.RecallMessageRequest(topic=d.Resource(name=topic), recall_handle=handle),
+                                  metadata=meta)
+    assert recalled.status.code == d.OK, recalled
+    assert recalled.message_id == m.system_properties.message_id
+    wrong = stub.RecallMessage(s.RecallMessageRequest(topic=d.Resource(name=topic), recall_handle="bad"),
+                               metadata=meta)
+    assert wrong.status.code != d.OK

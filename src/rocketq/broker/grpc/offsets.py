@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from rocketq.broker.grpc import convert
+from rocketq.broker.processors.timer import TimerProcessor
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.headers import ConsumerSendMsgBackRequestHeader
+from rocketq.codec.headers.timer import RecallMessageRequestHeader
 from rocketq.codec.message import decode_messages
 from rocketq.codec.pop import parse_extra_info
 
@@ -133,7 +135,17 @@ class OffsetRpcs:
             status=await self._batch_ack(group, topic, [request.receipt_handle]))
 
     async def RecallMessage(self, request: Any, context: Any) -> Any:  # noqa: N802
-        # A recall cancels a timer message before its delivery time: there is nothing to cancel
-        # until the broker has a timer wheel (docs/timer.md).
-        return self.s.RecallMessageResponse(status=self.status(
-            "UNSUPPORTED", "RecallMessage needs timer messages, which this broker does not serve yet"))
+        # The remoting RECALL_MESSAGE processor decides (handle, topic, broker, time, recallMessageEnable).
+        c = self.client(context)
+        h = RecallMessageRequestHeader(topic=self.topic(c, request.topic),
+                                       recall_handle=request.recall_handle)
+        cmd = RemotingCommand(int(RequestCode.RECALL_MESSAGE), ext_fields=h.to_ext())
+        try:
+            resp = await TimerProcessor(self._ctl).recall_message(cmd, c)
+        except Exception as exc:
+            return self.s.RecallMessageResponse(status=self.error(exc))
+        if resp.code != ResponseCode.SUCCESS:
+            return self.s.RecallMessageResponse(
+                status=self.status(convert.code_name(resp.code), resp.remark or ""))
+        msg_id = (resp.ext_fields or {}).get("msgId", "")
+        return self.s.RecallMessageResponse(status=self.status("OK"), message_id=msg_id)

@@ -169,7 +169,8 @@ class MessagingService(ConsumeRpcs, OffsetRpcs, _Servicer):  # type: ignore[misc
         if sp.message_type == self.d.TRANSACTION:
             tid = transaction_id(int(ext["msgId"][-16:], 16), qoff)
         return self.s.SendResultEntry(status=self.status("OK"), message_id=sp.message_id or ext["msgId"],
-                                      transaction_id=tid, offset=qoff)
+                                      transaction_id=tid, offset=qoff,
+                                      recall_handle=ext.get("recallHandle", ""))
 
     async def EndTransaction(self, request: Any, context: Any) -> Any:  # noqa: N802
         c = self.client(context)
