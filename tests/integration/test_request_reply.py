@@ -18,6 +18,7 @@ from tests.harness import SMALL_STORE, Cluster, ManagedProcess, module_cluster, 
 import rocketq
 import rocketq.aio
 from rocketq import Message, RequestTimeout
+from rocketq.client.producer.kernel import SendEncoder
 from rocketq.client.producer.request import REQUEST_FUTURES
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -93,6 +94,40 @@ def test_async_requests_in_flight_together(service: tuple[str, ManagedProcess], 
             return [r.body for r in replies]
 
     assert asyncio.run(main()) == [b"pong:%d" % i for i in range(50)]
+    assert not REQUEST_FUTURES
+
+
+def test_batched_requests_get_their_replies(service: tuple[str, ManagedProcess], cluster: Cluster,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests sent together leave in automatic batches; the broker puts CLUSTER on each batched
+    message, which the replier needs for the reply topic, so every request is answered."""
+    topic, _ = service
+    sizes: list[int] = []
+    original = SendEncoder.batch_of
+
+    def batch_of(self: SendEncoder, topic: str, wait: bool, items: list[bytes], ids: list[str]) -> Any:
+        sizes.append(len(items))
+        return original(self, topic, wait, items, ids)
+
+    monkeypatch.setattr(SendEncoder, "batch_of", batch_of)
+
+    async def main() -> list[bytes]:
+        async with rocketq.aio.Producer(unique_name("breq"), namesrv_addr=cluster.namesrv) as p:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    await p.request(Message(topic, b"warm"), timeout=3)
+                    break
+                except RequestTimeout:
+                    assert time.monotonic() < deadline, "the replier never answered"
+            # Under the 10 s a consume retry takes: a request stored without CLUSTER fails the
+            # replier's create_reply_message, and only its %RETRY% copy (stored singly) is answered.
+            replies = await asyncio.gather(
+                *(p.request(Message(topic, b"b%d" % i), timeout=8) for i in range(200)))
+            return [r.body for r in replies]
+
+    assert asyncio.run(main()) == [b"pong:b%d" % i for i in range(200)]
+    assert sizes and max(sizes) > 1, "no request was batched"
     assert not REQUEST_FUTURES
 
 

@@ -148,6 +148,29 @@ async def test_batch_inner_message_without_uniq_key_gets_one(tmp_path: Path) -> 
         assert msgs[0].properties["TAGS"] == "t"
 
 
+async def test_batch_messages_get_the_request_properties_and_cluster(tmp_path: Path) -> None:
+    """As RocketMQ's batch encoder: the request's own properties, CLUSTER put, follow every
+    message's own (a separator added where one lacks its trailing one); a UNIQ_KEY there is not
+    spread over the messages, each keeps its own."""
+    from rocketq.codec.message import BatchItem, encode_batch_body
+
+    async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
+        addr = broker.address
+        body = encode_batch_body([BatchItem(0, b"a", "TAGS\x01t\x02UNIQ_KEY\x01" + "A1" * 16 + "\x02"),
+                                  BatchItem(0, b"b", "UNIQ_KEY\x01" + "B2" * 16 + "\x02TAGS\x01u")])
+        header_props = "WAIT\x01true\x02hdr\x01v\x02UNIQ_KEY\x01" + "C3" * 16
+        ext = send_header("BProps", properties=header_props, batch=True)
+        r = await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, body), 5)
+        assert r.code == 0, r.remark
+        msgs = decode_pull(await pull(client, addr, "G", "BProps", 0, 0))
+        assert [m.properties["CLUSTER"] for m in msgs] == ["DefaultCluster"] * 2
+        assert [m.properties["hdr"] for m in msgs] == ["v", "v"]
+        assert [m.properties["TAGS"] for m in msgs] == ["t", "u"]
+        assert [m.properties["UNIQ_KEY"] for m in msgs] == ["A1" * 16, "B2" * 16]
+        # the tags code of the consume queue is still the message's own
+        assert [m.tags for m in msgs] == ["t", "u"]
+
+
 async def test_auto_create_from_tbw102(tmp_path: Path) -> None:
     async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
         addr = broker.address

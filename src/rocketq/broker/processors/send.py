@@ -32,6 +32,7 @@ from rocketq.broker.processors.send_wire import (
     P_WAIT,
     TIMER_KEYS,
     SendFields,
+    batch_properties_suffix,
     decode_batch_body,
     index_keys,
     joined_msg_ids,
@@ -197,6 +198,7 @@ class SendMessageProcessor:
         self._uniq = ctl.uniq_id_generator
         self._cluster = bc.broker_cluster_name
         self._cluster_entry = f"CLUSTER\x01{bc.broker_cluster_name}\x02"
+        self._batch_suffixes: dict[str, bytes] = {}  # batch header properties -> what each message gets
         self._broker_writable = bool(bc.broker_permission & PERM_WRITE)
         self._max_size = ctl.store_config.max_message_size
         self._trace_on = "true" if bc.trace_on else "false"
@@ -556,8 +558,13 @@ class SendMessageProcessor:
         delay = get_property(props, P_DELAY)
         if delay is not None and delay not in ("0", "-1"):
             raise MessageIllegal("batch messages cannot carry a delay level (DELAY)")
+        suffix = self._batch_suffixes.get(props)
+        if suffix is None:
+            suffix = batch_properties_suffix(props, self._cluster)
+            if len(self._batch_suffixes) < 64:  # a client sends one or two header texts
+                self._batch_suffixes[props] = suffix
         flags, bodies, tails, tcodes, keys = decode_batch_body(request.body, self._max_size, self._tags_codes,
-                                                               self._uniq)
+                                                               self._uniq, suffix)
         wait = get_property(props, P_WAIT)
         batch = EncodedBatch(topic, queue_id, flags, bodies, tails, tcodes, keys, sys_flag, h.born_timestamp,
                              _parse_born_host(channel), h.reconsume_times or 0,

@@ -12,7 +12,14 @@ import numpy as np
 
 from rocketq.codec.command import Body
 from rocketq.codec.message import MessageConst, tags_code
-from rocketq.codec.properties import MAX_PROPERTIES_LENGTH, append_properties, get_property, needle
+from rocketq.codec.properties import (
+    MAX_PROPERTIES_LENGTH,
+    append_properties,
+    decode_properties,
+    encode_properties,
+    get_property,
+    needle,
+)
 from rocketq.codec.record import BATCH_ITEM_FIXED, BATCH_ITEM_HEAD
 from rocketq.errors import MessageIllegal
 from rocketq.store.model import PutMessageResult
@@ -27,6 +34,7 @@ __all__ = [
     "TIMER_KEYS",
     "BatchColumns",
     "SendFields",
+    "batch_properties_suffix",
     "decode_batch_body",
     "index_keys",
     "joined_msg_ids",
@@ -126,8 +134,8 @@ def joined_msg_ids(result: PutMessageResult) -> str:
     return out.tobytes()[:-1].decode("ascii")
 
 
-def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new_uniq: Callable[[], str]
-                      ) -> BatchColumns:
+def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new_uniq: Callable[[], str],
+                      suffix: bytes = b"") -> BatchColumns:
     """Split a batch body (PROTOCOL.md §3.4) into the columns the commit log writes: flags,
     bodies, property tails (length + properties, as stored), tags codes, index keys.
 
@@ -135,6 +143,8 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
     since ISSUE #9416. This loop is the per-message cost of SEND_BATCH_MESSAGE, so the
     common case (a UNIQ_KEY, no KEYS) takes two lookups and a cached tags code; the
     properties of every message go on as the very bytes that arrived, behind their length.
+    ``suffix`` (``batch_properties_suffix``) is appended to every message's properties, as
+    RocketMQ's batch encoder appends the request's own properties.
     """
     if isinstance(body, bytes | bytearray | memoryview):
         data = bytes(body) if type(body) is not bytes else body  # views: of the read they came in
@@ -145,6 +155,8 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
         raise MessageIllegal("the batch body is empty")
     unpack_head = BATCH_ITEM_HEAD.unpack_from
     unpack_short = _SHORT.unpack_from
+    pack_short = _SHORT.pack
+    suffix_len = len(suffix)
     codes = tags_codes
     flags: list[int] = []
     bodies: list[bytes] = []
@@ -195,6 +207,13 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
                         tcode = tags_code(tags)
                         if len(codes) < 4096:
                             codes[tags] = tcode
+            if suffix:
+                n = len(tail) + suffix_len
+                if tail[-1] == 2 or n == suffix_len + 2:  # its own properties end with their separator
+                    n -= 2
+                    tail = (pack_short(n) if n <= MAX_PROPERTIES_LENGTH else b"\xff\xff") + tail[2:] + suffix
+                else:
+                    tail = _suffixed(tail, suffix)
             add_flag(flag)
             add_body(data[b0:b1])
             add_tail(tail)
@@ -204,6 +223,32 @@ def decode_batch_body(body: Body, max_size: int, tags_codes: dict[str, int], new
     except (struct.error, UnicodeDecodeError) as exc:
         raise MessageIllegal(f"the batch body is corrupt at byte {pos}: {exc}") from None
     return flags, bodies, tails, tcodes, keys
+
+
+def batch_properties_suffix(header_props: str, cluster: str) -> bytes:
+    """What RocketMQ appends to every message of a batch: the request's own properties with
+    CLUSTER put (SendMessageProcessor.sendBatchMessage, then the batch encoder's batchPropData).
+
+    A UNIQ_KEY there is left out: RocketMQ would give every message that one id (the later
+    key wins), while this broker answers and indexes each message by its own.
+    """
+    props = decode_properties(header_props)
+    props.pop(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, None)
+    props["CLUSTER"] = cluster
+    raw = encode_properties(props).encode()
+    if len(raw) > MAX_PROPERTIES_LENGTH:
+        raise MessageIllegal("the properties of the batch request are too long")
+    return raw
+
+
+def _suffixed(tail: bytes, suffix: bytes) -> bytes:
+    """A property tail (length + properties) with ``suffix`` appended, a separator between the two
+    when the message's own properties lack their trailing one (as RocketMQ's encoder does)."""
+    if len(tail) > 2 and tail[-1] != 0x02:
+        suffix = b"\x02" + suffix
+    n = len(tail) - 2 + len(suffix)
+    # Past 32 KB the length does not fit its short: the store refuses the tail by its size.
+    return (_SHORT.pack(n) if n <= MAX_PROPERTIES_LENGTH else b"\xff\xff") + tail[2:] + suffix
 
 
 def _batch_entry_slow(props: str, tail: bytes, new_uniq: Callable[[], str]

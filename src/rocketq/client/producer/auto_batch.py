@@ -33,12 +33,12 @@ if TYPE_CHECKING:
 __all__ = ["AutoBatcher"]
 
 # Properties of messages that go the plain way: Java's canBatch (producer group of a transaction,
-# delay and timer times) plus the prepared flag, and request-reply's requests and replies: a
-# request needs the CLUSTER property the broker adds to a single send (this broker's batch path
-# adds none) and a reply has its own request code.
+# delay and timer times) plus the prepared flag, and request-reply's replies, which have their own
+# request code. A request may be batched: brokers put CLUSTER (which the replier needs) on every
+# message of a batch as on a single send.
 _NOT_BATCHED: Final = frozenset({
     "PGROUP", "TRAN_MSG", "DELAY", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS",
-    "__STARTDELIVERTIME", "MSG_TYPE", "CORRELATION_ID", "REPLY_TO_CLIENT",
+    "__STARTDELIVERTIME", "MSG_TYPE",
 })
 _RETRY_PREFIX: Final = "%RETRY%"
 
