@@ -32,8 +32,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.__main__ import _commit
 from benchmarks._cluster import BrokerProcess
+from benchmarks._record import commit as _commit
 from rocketq.admin import AdminClient
 from rocketq.aio import LocalTransactionState, Message, Producer, TransactionProducer
 from rocketq.remoting.loop import run as run_loop

@@ -100,6 +100,32 @@ async def test_half_commit_rollback_on_the_wire(tmp_path: Path) -> None:
         assert len(await messages(client, addr, "TxT", 1)) == 1
 
 
+async def test_commit_of_a_half_kept_from_its_put_or_read_back(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """END_TRANSACTION finds a fresh half in what the broker kept from its put and an older one by
+    reading it back: either way the committed message is the half's record."""
+    import rocketq.broker.transaction.half as half_module
+
+    monkeypatch.setattr(half_module, "FRESH_HALVES", 1)  # only the latest half is kept
+    async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
+        addr = broker.address
+        sent = [await send_half(client, addr, "TxK", b"half-%d" % i, extra={"k": str(i)}) for i in range(2)]
+        for s in sent:
+            r = await invoke(client, addr, RequestCode.END_TRANSACTION,
+                             end_header(s, MessageSysFlag.TRANSACTION_COMMIT_TYPE))
+            assert r.code == ResponseCode.SUCCESS, r.remark
+        halves = await messages(client, addr, HALF, 0)
+        done = await messages(client, addr, "TxK", 1)
+        assert [m.body for m in done] == [b"half-0", b"half-1"]
+        for h, d in zip(halves, done, strict=True):
+            assert d.properties == h.properties
+            assert (d.flag, d.born_timestamp, d.born_host, d.reconsume_times) == (
+                h.flag, h.born_timestamp, h.born_host, h.reconsume_times)
+            assert d.sys_flag == h.sys_flag | MessageSysFlag.TRANSACTION_COMMIT_TYPE
+            assert d.prepared_transaction_offset == h.commit_log_offset
+        assert [m.body for m in await messages(client, addr, OP, 0)] == [b"0", b"1"]
+
+
 async def test_wrong_end_transaction_requests(tmp_path: Path) -> None:
     async with in_process_cluster(tmp_path, with_namesrv=False) as (_, broker, client):
         addr = broker.address

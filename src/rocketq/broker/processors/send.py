@@ -435,7 +435,11 @@ class SendMessageProcessor:
         for (i, request, entry, wait, uniq), r in zip(lane, stored, strict=True):
             if type(r) is tuple:
                 phys, size, qoff = r
-                queue_id = ENTRY_QUEUE_ID(entry) if entry[0] is not _HALF else _real_queue_id(entry)
+                if entry[0] is not _HALF:
+                    queue_id = ENTRY_QUEUE_ID(entry)
+                else:
+                    queue_id = _real_queue_id(entry)
+                    self._ctl.transaction_service.bridge.remember_half(entry, phys, qoff)
                 if wait and self._sync_flush:
                     waiting.append((i, request, phys, qoff, queue_id, uniq))
                     target = max(target, phys + size)

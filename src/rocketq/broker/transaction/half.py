@@ -15,6 +15,7 @@ and the records RocketMQ 4.9 writes for a transaction:
 
 from __future__ import annotations
 
+import collections
 import logging
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CID_SYS_RMQ_TRANS",
     "REMOVE_TAG",
+    "HalfFields",
     "HalfRecord",
     "TransactionalMessageBridge",
     "half_properties",
@@ -88,12 +90,26 @@ def index_keys_of(props: str) -> tuple[str, ...]:
     return tuple(k for k in (keys or "").split(" ") if k)
 
 
-class HalfRecord(NamedTuple):
-    """A half message read back by its commit-log offset: the decoded record (its properties
-    dict is parsed only if read) and its properties text exactly as stored (a commit re-stores that
-    text verbatim, as RocketMQ does)."""
+class HalfFields(NamedTuple):
+    """The fields of a half message END_TRANSACTION uses, kept from its put (`remember_half`)."""
 
-    msg: MessageExt
+    body: bytes
+    flag: int
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: tuple[str, int]
+    reconsume_times: int
+
+
+class HalfRecord(NamedTuple):
+    """A half message found by its commit-log offset: the decoded record (its properties dict is
+    parsed only if read), or the fields kept from its put, and its properties text exactly as
+    stored (a commit re-stores that text verbatim, as RocketMQ does)."""
+
+    msg: MessageExt | HalfFields
     properties: str
 
     def prop(self, needle_: str) -> str | None:
@@ -101,9 +117,14 @@ class HalfRecord(NamedTuple):
         return get_property(self.properties, needle_)
 
 
+FRESH_HALVES = 16_384  # half messages kept from their put for their END_TRANSACTION
+
+
 class TransactionalMessageBridge:
     def __init__(self, controller: BrokerController) -> None:
         self._ctl = controller
+        # commit-log offset -> the half stored there, the latest FRESH_HALVES (see remember_half)
+        self._fresh: collections.OrderedDict[int, HalfRecord] = collections.OrderedDict()
 
     @property
     def _store_host_text(self) -> str:
@@ -147,8 +168,26 @@ class TransactionalMessageBridge:
             log.warning("undecodable record in %s/%d at %d: %s", topic, queue_id, offset, exc)
             return r, []
 
+    def remember_half(self, entry: SingleEntry, commit_log_offset: int, queue_offset: int) -> None:
+        """Keep a half message just stored for its END_TRANSACTION, which usually follows within
+        milliseconds: `look_half` then finds it here rather than reading the record back and
+        decoding it. A stored record never changes, so the copy is what a read would give; the
+        END takes it out, and the oldest go past FRESH_HALVES (those are read back as before)."""
+        _topic, queue_id, body, flag, props, _tcode, _keys, sys_flag, born_ts, born_host, reconsume = entry
+        if ":" in born_host[0]:
+            return  # the store sets the IPv6 flag in the record's sysFlag: read that one back
+        fresh = self._fresh
+        fresh[commit_log_offset] = HalfRecord(HalfFields(
+            body if type(body) is bytes else bytes(body), flag, queue_id, queue_offset, commit_log_offset,
+            sys_flag, born_ts, born_host, reconsume), props)
+        if len(fresh) > FRESH_HALVES:
+            fresh.popitem(last=False)
+
     def look_half(self, commit_log_offset: int) -> HalfRecord | None:
         """The record at ``commit_log_offset`` (lookMessageByOffset), None if there is none."""
+        fresh = self._fresh.pop(commit_log_offset, None)
+        if fresh is not None:
+            return fresh
         if commit_log_offset < 0:
             return None
         raw = self._ctl.store.look_message_by_offset(commit_log_offset)

@@ -33,6 +33,7 @@ from rocketq.broker.transaction.half import (
     P_REAL_QID,
     P_REAL_TOPIC,
     REMOVE_TAG,
+    HalfFields,
     HalfRecord,
     TransactionalMessageBridge,
     index_keys_of,
@@ -89,6 +90,8 @@ _FAILED: dict[PutMessageStatus, tuple[int, str]] = {
 
 _SUCCESS: EndResult = (ResponseCode.SUCCESS, None)
 
+_Half = MessageExt | HalfFields  # a half message read back, or kept from its put
+
 
 def _final_entry(rec: HalfRecord) -> SingleEntry | str:
     """The committed message (endMessageTransaction), or why there can be none: the half's fields
@@ -133,8 +136,8 @@ class TransactionalMessageService:
         results: list[EndResult] = [None] * len(headers)
         finals: list[SingleEntry] = []
         prepared: list[int] = []
-        committing: list[tuple[int, str, MessageExt]] = []  # (result index, uniq, half) per final
-        ending: list[tuple[int, MessageExt]] = []  # (result index, half) ended without a final
+        committing: list[tuple[int, str, _Half]] = []  # (result index, uniq, half) per final
+        ending: list[tuple[int, _Half]] = []  # (result index, half) ended without a final
         for i, h in enumerate(headers):
             kind = h.commit_or_rollback
             if kind == NOT_TYPE:
