@@ -186,6 +186,16 @@ class RemotingClient(RemotingEndpoint):
             return fut
         return asyncio.ensure_future(self._oneway_after_connect(addr, cmd, timeout))
 
+    def send_oneway_now(self, addr: str, cmd: RemotingCommand) -> bool:
+        """``invoke_oneway`` on the open channel to ``addr``, queued before this returns, with no
+        future to report it (errors raise, as ``Channel.invoke_oneway``); False, and nothing sent,
+        when no channel is open (then use ``invoke_oneway``)."""
+        channel = self._by_addr.get(addr)
+        if channel is None or channel._closed:
+            return False
+        channel.invoke_oneway(cmd)
+        return True
+
     async def _oneway_after_connect(self, addr: str, cmd: RemotingCommand, timeout: float) -> None:
         channel = await self.get_channel(addr, min(timeout, self.connect_timeout))
         channel.invoke_oneway(cmd)

@@ -196,7 +196,8 @@ class TransactionProducer(Producer):
         state, error = LocalTransactionState.UNKNOW, None
         if result.status is SendStatus.SEND_OK:
             try:
-                state = _state(await _maybe_await(listener.execute_local_transaction(half, arg)))
+                value = listener.execute_local_transaction(half, arg)
+                state = value if type(value) is LocalTransactionState else _state(await _maybe_await(value))
             except Exception as exc:
                 log.info("executeLocalTransactionBranch exception", exc_info=True)
                 error = exc
@@ -205,7 +206,13 @@ class TransactionProducer(Producer):
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE  # stored, but not durably enough
         try:
-            self.end_transaction(result, state, error, half).add_done_callback(_log_end_failure)
+            # on an open connection the END is queued at once, with no future to watch
+            addr, request = self._end_request(result, state, error)
+            client = self.instance.remoting_client
+            if not client.send_oneway_now(addr, request):
+                client.invoke_oneway(addr, request, self._timeout).add_done_callback(_log_end_failure)
+            if self.trace is not None:
+                self._trace_end(half, result.msg_id, state, False, addr)
         except RocketQError as exc:
             log.warning("local transaction execute %s, but end broker transaction failed: %s", state.name,
                         exc)
@@ -239,6 +246,15 @@ class TransactionProducer(Producer):
                         msg: Message | None = None) -> asyncio.Future[None]:
         """The one-way END_TRANSACTION of a half message (written before this returns when the
         broker's connection is open); with ``enable_trace``, its EndTransaction trace (of ``msg``)."""
+        addr, request = self._end_request(result, state, error)
+        sent = self.instance.remoting_client.invoke_oneway(addr, request, self._timeout)
+        if self.trace is not None and msg is not None:
+            self._trace_end(msg, result.msg_id, state, False, addr)
+        return sent
+
+    def _end_request(self, result: SendResult, state: LocalTransactionState,
+                     error: BaseException | None) -> tuple[str, RemotingCommand]:
+        """(the broker's address, the END_TRANSACTION request) ending the half message ``result``."""
         broker_name = result.message_queue.broker_name
         instance = self.instance
         addr = instance.find_broker_address_in_publish(broker_name)
@@ -250,10 +266,7 @@ class TransactionProducer(Producer):
         request = RemotingCommand.request(_END, ext, oneway=True)
         if error is not None:
             request.remark = f"executeLocalTransactionBranch exception: {error!r}"
-        sent = instance.remoting_client.invoke_oneway(addr, request, self._timeout)
-        if self.trace is not None and msg is not None:
-            self._trace_end(msg, result.msg_id, state, False, addr)
-        return sent
+        return addr, request
 
     def _trace_end(self, msg: Message | MessageExt, msg_id: str, state: LocalTransactionState,
                    from_check: bool, broker_addr: str) -> None:
