@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from tests.harness import SMALL_STORE, Cluster, ManagedProcess, module_cluster, start_process, unique_name
+from tests.integration.test_producer_auto_batch import batch_sizes  # noqa: F401 (a fixture)
 
 import rocketq
 import rocketq.aio
 from rocketq import Message, RequestTimeout
-from rocketq.client.producer.kernel import SendEncoder
 from rocketq.client.producer.request import REQUEST_FUTURES
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -56,6 +56,22 @@ def _first_reply(producer: rocketq.Producer, topic: str) -> Any:
             assert time.monotonic() < deadline, "the replier never answered"
 
 
+async def _requests_together(cluster: Cluster, topic: str, bodies: list[bytes],
+                             timeout: float) -> list[bytes]:
+    """The reply bodies of requests made all at once with the asyncio producer (after a first
+    one answered, as `_first_reply`)."""
+    async with rocketq.aio.Producer(unique_name("areq"), namesrv_addr=cluster.namesrv) as p:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                await p.request(Message(topic, b"warm"), timeout=3)
+                break
+            except RequestTimeout:
+                assert time.monotonic() < deadline, "the replier never answered"
+        replies = await asyncio.gather(*(p.request(Message(topic, b), timeout=timeout) for b in bodies))
+        return [r.body for r in replies]
+
+
 def test_sync_round_trip_with_a_replier_in_another_process(service: tuple[str, ManagedProcess],
                                                             cluster: Cluster) -> None:
     topic, replier = service
@@ -79,55 +95,21 @@ def test_sync_round_trip_with_a_replier_in_another_process(service: tuple[str, M
 
 def test_async_requests_in_flight_together(service: tuple[str, ManagedProcess], cluster: Cluster) -> None:
     topic, _ = service
-
-    async def main() -> list[bytes]:
-        async with rocketq.aio.Producer(unique_name("areq"), namesrv_addr=cluster.namesrv) as p:
-            deadline = time.monotonic() + 60
-            while True:  # as _first_reply: the replier may still be taking its queues
-                try:
-                    await p.request(Message(topic, b"warm"), timeout=3)
-                    break
-                except RequestTimeout:
-                    assert time.monotonic() < deadline, "the replier never answered"
-            replies = await asyncio.gather(
-                *(p.request(Message(topic, b"%d" % i), timeout=10) for i in range(50)))
-            return [r.body for r in replies]
-
-    assert asyncio.run(main()) == [b"pong:%d" % i for i in range(50)]
+    bodies = [b"%d" % i for i in range(50)]
+    assert asyncio.run(_requests_together(cluster, topic, bodies, 10)) == [b"pong:" + b for b in bodies]
     assert not REQUEST_FUTURES
 
 
 def test_batched_requests_get_their_replies(service: tuple[str, ManagedProcess], cluster: Cluster,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+                                           batch_sizes: list[int]) -> None:  # noqa: F811 (the fixture)
     """Requests sent together leave in automatic batches; the broker puts CLUSTER on each batched
     message, which the replier needs for the reply topic, so every request is answered."""
     topic, _ = service
-    sizes: list[int] = []
-    original = SendEncoder.batch_of
-
-    def batch_of(self: SendEncoder, topic: str, wait: bool, items: list[bytes], ids: list[str]) -> Any:
-        sizes.append(len(items))
-        return original(self, topic, wait, items, ids)
-
-    monkeypatch.setattr(SendEncoder, "batch_of", batch_of)
-
-    async def main() -> list[bytes]:
-        async with rocketq.aio.Producer(unique_name("breq"), namesrv_addr=cluster.namesrv) as p:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    await p.request(Message(topic, b"warm"), timeout=3)
-                    break
-                except RequestTimeout:
-                    assert time.monotonic() < deadline, "the replier never answered"
-            # Under the 10 s a consume retry takes: a request stored without CLUSTER fails the
-            # replier's create_reply_message, and only its %RETRY% copy (stored singly) is answered.
-            replies = await asyncio.gather(
-                *(p.request(Message(topic, b"b%d" % i), timeout=8) for i in range(200)))
-            return [r.body for r in replies]
-
-    assert asyncio.run(main()) == [b"pong:b%d" % i for i in range(200)]
-    assert sizes and max(sizes) > 1, "no request was batched"
+    bodies = [b"b%d" % i for i in range(200)]
+    # Under the 10 s a consume retry takes: a request stored without CLUSTER fails the replier's
+    # create_reply_message, and only its %RETRY% copy (stored singly) would be answered.
+    assert asyncio.run(_requests_together(cluster, topic, bodies, 8)) == [b"pong:" + b for b in bodies]
+    assert batch_sizes and max(batch_sizes) > 1, "no request was batched"
     assert not REQUEST_FUTURES
 
 
