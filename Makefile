@@ -4,11 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 # What each kind of target installs into .venv, one stamp per kind: `make run` needs the servers
 # only; `make test` adds what the suite drives (Spark, the interop clients, the dashboard, plots).
-EXTRAS_run :=
-EXTRAS_test := test,compat,spark,plot,dashboard,fast
+EXTRAS_run := controller
+EXTRAS_test := test,compat,spark,plot,dashboard,fast,controller
 EXTRAS_dev := dev
 # `make bench` also installs py-spy (bench_send / bench_producer --profile).
-EXTRAS_bench := test,compat,spark,plot,dashboard,fast,bench
+EXTRAS_bench := test,compat,spark,plot,dashboard,fast,bench,controller
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 DEV_STAMP := $(VENV)/.installed-dev

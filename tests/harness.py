@@ -615,3 +615,23 @@ def start_group_member(tmp_path: Path, name: str, namesrv: str, broker_id: int, 
         "--set", f"brokerName={name}", "--set", f"brokerId={broker_id}", "--set", f"brokerRole={role}",
         *extra,
     ], BROKER_READY)
+
+
+# -- controllers (RocketMQ 5 controller mode, docs/ha.md) ------------------------------------------------
+
+
+def free_port_pair() -> int:
+    """A port P with P and P + 1 free: a controller listens on P and runs Raft on P + 1."""
+    for _ in range(200):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            p = int(a.getsockname()[1])
+            if p >= 65535:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", p + 1))
+                except OSError:
+                    continue
+                return p
+    raise RuntimeError("no free port pair")

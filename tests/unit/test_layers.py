@@ -28,12 +28,13 @@ ALLOWED: dict[str, set[str]] = {
     "remoting": {"errors", "codec", "config"},
     "store": {"errors", "codec", "config"},
     "namesrv": SHARED | {"remoting"},
+    "controller": SHARED | {"remoting"},  # RocketMQ 5's controller: a server beside the name server
     "broker": SHARED | {"filter", "remoting", "store"},
     "client": SHARED | {"filter", "remoting"},
     "admin": SHARED | {"filter", "remoting", "client"},
     "spark": SHARED | {"filter", "remoting", "store", "client", "admin"},
     "cli": SHARED | {"filter", "remoting", "store", "namesrv", "broker", "client", "admin", "spark",
-                     "dashboard"},
+                     "dashboard", "controller"},
     "dashboard": SHARED | {"filter", "remoting", "client", "admin"},
 }
 SANS_IO_FORBIDDEN = {"asyncio", "socket", "selectors", "uvloop", "mmap"}
