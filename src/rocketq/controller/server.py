@@ -280,7 +280,8 @@ class ControllerServer:
                 g = raft.state.group(name)
                 if g is None:
                     continue
-                members = [{"brokerId": b, "brokerAddress": a, "alive": self.heartbeats.is_alive(name, b, now)}
+                alive = self.heartbeats.alive(g, now)
+                members = [{"brokerId": b, "brokerAddress": a, "alive": b in alive}
                            for b, a in sorted(g.brokers.items())]
                 in_sync = g.sync_state_set
                 table[name] = {"masterBrokerId": g.master, "masterAddress": g.brokers.get(g.master, "")
