@@ -635,3 +635,33 @@ def free_port_pair() -> int:
                     continue
                 return p
     raise RuntimeError("no free port pair")
+
+
+CONTROLLER_READY = re.compile(r"^READY controller=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
+
+
+def start_controllers(tmp_path: Path, n: int = 3, *extra: str) -> list[Server]:
+    """`n` ``rocketq controller`` processes forming one Raft group (journal under tmp_path)."""
+    addrs = [f"127.0.0.1:{free_port_pair()}" for _ in range(n)]
+    started: list[Server] = []
+    try:
+        for i, addr in enumerate(addrs):
+            started.append(start_server(tmp_path, f"controller-{i}", [
+                "controller", "--listen", addr, "--peers", ",".join(addrs),
+                "--data-dir", str(tmp_path / f"controller-{i}"), *extra], CONTROLLER_READY))
+    except BaseException:
+        for s in started:
+            s.proc.stop(grace=2.0)
+        raise
+    return started
+
+
+def start_controller_member(tmp_path: Path, name: str, namesrv: str, controllers: Sequence[Server],
+                            index: int, *extra: str, role: str = "SYNC_MASTER") -> Server:
+    """Member ``index`` of group ``name`` in controller mode: the controllers pick its role;
+    ``role`` is how it acks once it is master. Data under ``tmp_path/<name>-c<index>``."""
+    return start_server(tmp_path, f"{name}-c{index}", [
+        "broker", "--data-dir", str(tmp_path / f"{name}-c{index}"), "--broker-port", "0", "-n", namesrv,
+        "--set", f"brokerName={name}", "--set", f"brokerRole={role}", "--set", "enableControllerMode=true",
+        "--set", "controllerAddr=" + ";".join(c.addr for c in controllers), *extra,
+    ], BROKER_READY)

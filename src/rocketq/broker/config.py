@@ -114,6 +114,13 @@ class BrokerConfig:
     # RECALL_MESSAGE (timer messages, RocketMQ 5.3.2): off by default, as in Java.
     recall_message_enable: bool = runtime_updatable(False)
     allow_recall_when_broker_not_writeable: bool = runtime_updatable(True)
+    # RocketMQ 5 controller mode (docs/ha.md): the controllers at controllerAddr ("a;b;c") decide
+    # which member of the group is master; brokerRole then only says how a master acks
+    # (SYNC_MASTER / ASYNC_MASTER) and brokerId is the controller's.
+    enable_controller_mode: bool = restart_required(False, why="the role source is chosen at start")
+    controller_addr: str | None = restart_required(None, why="the controller client starts with the broker")
+    controller_heart_beat_timeout_mills: int = restart_required(10_000, why=_TIMER)
+    broker_heartbeat_interval: int = restart_required(1_000, why=_TIMER)
 
     def __post_init__(self) -> None:
         check_port("metricsPort", self.metrics_port, off=True)
@@ -130,8 +137,13 @@ class BrokerConfig:
             raise invalid("transactionCheckInterval", "must be > 0 (ms)")
         if self.revive_queue_num <= 0:
             raise invalid("reviveQueueNum", "must be > 0")
-        if self.broker_role == "SLAVE" and self.broker_id <= 0:
+        if self.broker_role == "SLAVE" and self.broker_id <= 0 and not self.enable_controller_mode:
             raise invalid("brokerId", "a SLAVE's brokerId must be > 0")
+
+    @property
+    def controller_addr_list(self) -> tuple[str, ...]:
+        raw = (self.controller_addr or "").replace(",", ";")
+        return tuple(a.strip() for a in raw.split(";") if a.strip())
 
     @property
     def is_slave(self) -> bool:

@@ -87,6 +87,7 @@ class BrokerController:
         self.replication: Replication | None = None  # built with the store (broker/ha/)
         self.pop_service: PopService | None = None  # built once the store is ready
         self.timer_service: TimerService | None = None  # timer messages, when timerWheelEnable
+        self.replicas_manager: Any = None  # controller mode's ReplicasManager (broker/ha/controller_mode.py)
         self.metrics: Any = None  # BrokerMetrics while metricsPort >= 0
         self.grpc: Any = None  # GrpcServer (broker/grpc/) while grpcPort >= 0 on a master
         self.processors: BrokerProcessors | None = None  # built once the store is ready
@@ -190,23 +191,33 @@ class BrokerController:
             raise RuntimeError(f"the message store under {root} failed to load")
         await self.store.start()
         self._build_schedule_service()
-        if self.store_config.timer_wheel_enable and not self.broker_config.is_slave:
+        if (self.store_config.timer_wheel_enable and not self.broker_config.is_slave
+                and not self.broker_config.enable_controller_mode):
             # The master alone delivers timers: a slave keeps the master's timer topic as data.
+            # (Controller mode decides the role later; timers are not served there yet, as pop.)
             self.timer_service = TimerService(self)
             await asyncio.to_thread(self.timer_service.load)
         self.replication = Replication(self)
         await self.replication.start()
-        if not self.broker_config.is_slave:  # pop writes checkpoints and revives: the master's work
+        if not self.broker_config.is_slave and not self.broker_config.enable_controller_mode:
+            # pop writes checkpoints and revives: the master's work (controller mode: at promotion)
             self.pop_service = PopService(self)
             await self.pop_service.start()
         self.register_processors()
         self.server.register_default_processor(self._not_supported)
-        if self.schedule_service is not None and not self.broker_config.is_slave:
+        # in controller mode the role comes later (ReplicasManager starts what a master runs)
+        decided = not self.broker_config.is_slave and not self.broker_config.enable_controller_mode
+        if self.schedule_service is not None and decided:
             await self.schedule_service.start()  # a slave only keeps the master's progress
-        if not self.broker_config.is_slave:
+        if decided:
             await self.transaction_check_service.start()  # the master alone checks half messages
         if self.timer_service is not None:
             await self.timer_service.start()
+        if self.broker_config.enable_controller_mode:
+            from rocketq.broker.ha.controller_mode import ReplicasManager
+
+            self.replicas_manager = ReplicasManager(self)
+            await self.replicas_manager.start()
         self.stats.sample()
         self._spawn(self._every(STATS_SAMPLE_INTERVAL, self.stats.sample))
         self._spawn(self._every(self.broker_config.flush_consumer_offset_interval / 1000,
@@ -268,6 +279,8 @@ class BrokerController:
         await self.transaction_check_service.shutdown()
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
+        if self.replicas_manager is not None:
+            await self.replicas_manager.shutdown()
         if self.replication is not None:
             await self.replication.shutdown()
         if self.pop_service is not None:
@@ -308,6 +321,8 @@ class BrokerController:
         await self.transaction_check_service.shutdown()
         if self.schedule_service is not None:
             await self.schedule_service.shutdown()
+        if self.replicas_manager is not None:
+            await self.replicas_manager.shutdown()
         if self.replication is not None:
             await self.replication.shutdown()
         if self.pop_service is not None:
@@ -406,6 +421,8 @@ class BrokerController:
             await self.register_broker_all()
 
     async def register_broker_all(self) -> None:
+        if self.replicas_manager is not None and not self.replicas_manager.role_known:
+            return  # controller mode: not in any route before the controller named the role
         wrapper = self.topic_manager.serialize_wrapper()
         perm = self.broker_config.broker_permission
         if not (perm & PERM_WRITE and perm & PERM_READ):

