@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -27,9 +30,9 @@ from tests.harness import (
     unique_name,
     wait_until,
 )
-from tests.wire import create_topic, decode_pull, get_route, invoke, pull
+from tests.wire import create_topic, decode_pull, get_max_offset, get_route, invoke, pull, send_message
 
-from rocketq.aio import Producer
+from rocketq.aio import ConsumeStatus, Producer, PushConsumer
 from rocketq.client.message import Message, SendStatus
 from rocketq.codec.codes import RequestCode
 from rocketq.errors import RocketQError
@@ -44,11 +47,11 @@ DURABLE = ("--set", "flushDiskType=SYNC_FLUSH")
 
 
 @contextlib.contextmanager
-def controlled_group(tmp_path: Path) -> Iterator[dict[str, Server]]:
-    """{"c0".."c2", "ns", "b0", "b1"}; b0 started first (so elected first). Stopped on exit."""
+def controlled_group(tmp_path: Path, *controller_args: str) -> Iterator[dict[str, Server]]:
+    """{"c0".."c2", "ns"} (the test adds "b0", "b1"). Stopped on exit."""
     started: dict[str, Server] = {}
     try:
-        for i, c in enumerate(start_controllers(tmp_path, 3)):
+        for i, c in enumerate(start_controllers(tmp_path, 3, *controller_args)):
             started[f"c{i}"] = c
         started["ns"] = start_namesrv_server(tmp_path)
         yield started
@@ -100,6 +103,15 @@ async def route_master(client: RemotingClient, ns: str, topic: str) -> str | Non
     return None
 
 
+async def committed(client: RemotingClient, addr: str, group: str, topic: str, offsets: list[int]) -> bool:
+    for q in range(QUEUES):
+        r = await invoke(client, addr, RequestCode.QUERY_CONSUMER_OFFSET,
+                         {"consumerGroup": group, "topic": topic, "queueId": q})
+        if r.code != 0 or r.ext_fields.get("offset") != str(offsets[q]):
+            return False
+    return True
+
+
 async def read_keys(client: RemotingClient, addr: str, topic: str) -> set[str]:
     keys: set[str] = set()
     for q in range(QUEUES):
@@ -131,6 +143,16 @@ async def test_master_killed_slave_promoted_and_old_master_rejoins(tmp_path: Pat
                     r = await p.send(Message(topic, b"before-%d" % i))
                     assert r.status is SendStatus.SEND_OK
                     acked.append(r.msg_id)
+                # a consumer group's committed progress, copied to the slave by its 10 s table sync
+                # (every "before" message consumed: each queue's end is committed)
+                group = unique_name("CtlCG")
+                ends = [await get_max_offset(client, b0.addr, topic, q) for q in range(QUEUES)]
+                assert sum(ends) == 100
+                for q in range(QUEUES):
+                    r = await invoke(client, b0.addr, RequestCode.UPDATE_CONSUMER_OFFSET, {
+                        "consumerGroup": group, "topic": topic, "queueId": q, "commitOffset": ends[q]})
+                    assert r.code == 0
+                await wait_until(lambda: committed(client, b1.addr, group, topic, ends), timeout=40)
                 info = await replica_info(client, g)
                 epoch_before = int(str(info["masterEpoch"]))
                 b0.proc.kill()
@@ -156,6 +178,24 @@ async def test_master_killed_slave_promoted_and_old_master_rejoins(tmp_path: Pat
             assert promoted <= 10.0
             # every acknowledged message is on the promoted master
             assert set(acked) <= await read_keys(client, b1.addr, topic)
+            # a consumer of the group resumes from the committed offsets on the new master
+            bodies: list[bytes] = []
+
+            def listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+                bodies.extend(bytes(m.body) for m in msgs)
+                return ConsumeStatus.CONSUME_SUCCESS
+
+            consumer = PushConsumer(group, namesrv_addr=g["ns"].addr, instance_name=unique_name("i"))
+            consumer.subscribe(topic, "*")
+            consumer.register_listener(listener)
+            await consumer.start()
+            try:
+                after = {b"after-%d" % i for i in range(sent_after)}
+                await wait_until(lambda: after <= set(bodies), timeout=60)
+            finally:
+                await consumer.shutdown()
+            # every "before" message was committed: none is consumed again
+            assert not [b for b in bodies if b.startswith(b"before-")]
 
             # the old master comes back as a slave of the new one and converges
             b0 = member(tmp_path, g, 0)
@@ -173,3 +213,79 @@ async def _eq(coro: object, want: object, superset: set[str] | None = None) -> b
     if superset is not None:
         return superset <= got  # type: ignore[no-any-return,operator]
     return bool(got == want)
+
+
+async def test_old_master_cuts_its_unreplicated_tail_at_the_epoch_boundary(tmp_path: Path) -> None:
+    """ASYNC_MASTER, controllers with --unclean-elect: the slave is killed, the master acks 20 more
+    messages and is then frozen (SIGSTOP) before the slave is back, so the slave, restarted, is
+    elected without them once the frozen master's heartbeats time out. The old master restarted
+    must cut those 20 (its log went on in epoch 1 past where epoch 2 began) and then follow the
+    new master byte for byte."""
+    fast = ("--set", "controllerHeartBeatTimeoutMills=3000")
+    with controlled_group(tmp_path, "--unclean-elect") as g:
+        async with RemotingClient() as client:
+            def start(index: int) -> Server:
+                s = start_controller_member(tmp_path, GROUP, g["ns"].addr, controllers(g), index, *STORE,
+                                            *fast, role="ASYNC_MASTER")
+                g[f"b{index}"] = s
+                return s
+
+            b0 = start(0)
+            await wait_until(lambda: master_is(client, g, b0.addr), timeout=60)
+            b1 = start(1)
+            await wait_until(lambda: master_is(client, g, b0.addr, in_sync=2), timeout=60)
+            topic = unique_name("CtlCut")
+            assert (await create_topic(client, b0.addr, topic, read=QUEUES, write=QUEUES)).code == 0
+            shared = [await send_message(client, b0.addr, topic, b"shared-%d" % i, queue_id=i % QUEUES)
+                      for i in range(40)]
+            assert all(r.code == 0 for r in shared)
+            await wait_until(lambda: same_log(client, b0.addr, b1.addr, topic), timeout=30)
+
+            b1.proc.kill()
+            lost = [await send_message(client, b0.addr, topic, b"lost-%d" % i, queue_id=i % QUEUES)
+                    for i in range(20)]
+            assert all(r.code == 0 for r in lost)
+            os.kill(b0.proc.pid, signal.SIGSTOP)
+            try:
+                b1 = start(1)
+                await wait_until(lambda: master_is(client, g, b1.addr), timeout=60)
+            finally:
+                b0.proc.kill()
+            await wait_until(lambda: accepts(client, b1.addr), timeout=30)
+            later = [await send_message(client, b1.addr, topic, b"later-%d" % i, queue_id=i % QUEUES)
+                     for i in range(20)]
+            assert all(r.code == 0 for r in later)
+
+            b0 = start(0)
+            await wait_until(lambda: master_is(client, g, b1.addr, in_sync=2), timeout=60)
+            await wait_until(lambda: same_log(client, b1.addr, b0.addr, topic), timeout=60)
+            bodies = [m.body for m in await read_messages(client, b0.addr, topic)]
+            assert not [b for b in bodies if b.startswith(b"lost-")]
+            assert sum(b.startswith(b"later-") for b in bodies) == 20
+            assert sum(b.startswith(b"shared-") for b in bodies) == 40
+
+
+async def accepts(client: RemotingClient, addr: str) -> bool:
+    """The broker runs as master (its HA status says so)."""
+    r = await invoke(client, addr, RequestCode.GET_BROKER_HA_STATUS)
+    return r.code == 0 and bool(orjson.loads(r.body_bytes())["master"])
+
+
+async def same_log(client: RemotingClient, a: str, b: str, topic: str) -> bool:
+    for q in range(QUEUES):
+        if await get_max_offset(client, a, topic, q) != await get_max_offset(client, b, topic, q):
+            return False
+    return True
+
+
+async def read_messages(client: RemotingClient, addr: str, topic: str) -> list[Any]:
+    out: list[Any] = []
+    for q in range(QUEUES):
+        offset = 0
+        while True:
+            r = await pull(client, addr, "ctl-reader", topic, q, offset)
+            if r.code != 0:
+                break
+            out += decode_pull(r)
+            offset = int(r.ext_fields["nextBeginOffset"])
+    return out

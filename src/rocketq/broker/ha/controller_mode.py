@@ -65,7 +65,8 @@ class ReplicasManager:
         self.master_id: int | None = None
         self.master_addr = ""
         self.master_epoch = 0
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Future[None] | None = None
+        self._beat_task: asyncio.Future[None] | None = None
         self._id_path = Path(controller.store_config.store_path_root_dir) / ID_FILE
 
     @property
@@ -78,12 +79,23 @@ class ReplicasManager:
             self.broker_id = int(self._id_path.read_text().strip())
         self._ctl.server.register_processor(RequestCode.GET_BROKER_EPOCH_CACHE, self.get_epoch_cache)
         self._task = asyncio.ensure_future(self._run())
+        self._beat_task = asyncio.ensure_future(self._beat_loop())
 
     async def shutdown(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
+        tasks = [t for t in (self._task, self._beat_task) if t is not None]
+        self._task = self._beat_task = None
+        for task in tasks:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _beat_loop(self) -> None:
+        """Heartbeats on their own beat: a round stuck on a frozen master (a 3 s timeout) must
+        not make the controller think this broker is dead."""
+        period = self._ctl.broker_config.broker_heartbeat_interval / 1000
+        while True:
+            await asyncio.sleep(period)
+            if self.leader is not None and self.registered:
+                self._heartbeat()
 
     async def _run(self) -> None:
         period = self._ctl.broker_config.broker_heartbeat_interval / 1000
@@ -171,7 +183,8 @@ class ReplicasManager:
     def _heartbeat(self) -> None:
         ctl = self._ctl
         bc = ctl.broker_config
-        assert self.leader is not None
+        if self.leader is None:
+            return
         ext = {**self._ids(), "brokerAddr": ctl.address, "brokerId": str(self.broker_id),
                "epoch": str(self.epoch_cache.last_epoch), "maxOffset": str(ctl.store.max_phy_offset),
                "confirmOffset": str(ctl.store.max_phy_offset),
