@@ -85,4 +85,6 @@ ROCKETQ_ONLY = {
     "allowRecallWhenBrokerNotWriteable",
     # the RocketMQ 5 gRPC endpoint, which Apache serves from its proxy (docs/grpc.md)
     "grpcPort",
+    # RocketMQ 5's controller mode (docs/ha.md): 5.x keys a 4.9.8 broker does not have
+    "brokerHeartbeatInterval", "controllerHeartBeatTimeoutMills", "enableControllerMode",
 }

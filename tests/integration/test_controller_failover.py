@@ -289,3 +289,54 @@ async def read_messages(client: RemotingClient, addr: str, topic: str) -> list[A
             out += decode_pull(r)
             offset = int(r.ext_fields["nextBeginOffset"])
     return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_repeated_failover_under_send_load_loses_no_acked_message(tmp_path: Path) -> None:
+    """SYNC_MASTER + SYNC_FLUSH, 64 sends in flight: kill -9 whichever broker is master, 6 rounds,
+    restarting it each time; every acknowledged message is on the master that follows."""
+    with controlled_group(tmp_path) as g:
+        async with RemotingClient() as client:
+            members = [member(tmp_path, g, 0)]
+            await wait_until(lambda: master_is(client, g, members[0].addr), timeout=60)
+            members.append(member(tmp_path, g, 1))
+            await wait_until(lambda: master_is(client, g, members[0].addr, in_sync=2), timeout=60)
+            topic = unique_name("CtlLoad")
+            assert (await create_topic(client, members[0].addr, topic, read=QUEUES, write=QUEUES)).code == 0
+            ns = g["ns"].addr
+            await wait_until(lambda: _eq(route_master(client, ns, topic), members[0].addr), timeout=30)
+            acked: set[str] = set()
+            stop = asyncio.Event()
+            async with Producer(unique_name("CtlPG"), namesrv_addr=g["ns"].addr, send_msg_timeout=3000,
+                                poll_name_server_interval=1000) as p:
+
+                async def sender(n: int) -> None:
+                    i = 0
+                    while not stop.is_set():
+                        i += 1
+                        try:
+                            r = await p.send(Message(topic, b"load-%d-%d" % (n, i)))
+                        except RocketQError:
+                            await asyncio.sleep(0.2)
+                            continue
+                        if r.status is SendStatus.SEND_OK:
+                            acked.add(r.msg_id)
+
+                senders = [asyncio.ensure_future(sender(n)) for n in range(64)]
+                try:
+                    for _ in range(6):
+                        await asyncio.sleep(3)
+                        info = await replica_info(client, g)
+                        master = next(m for m in members if m.addr == info["masterAddress"])
+                        other = next(m for m in members if m is not master)
+                        index = members.index(master)
+                        master.proc.kill()
+                        await wait_until(lambda o=other: master_is(client, g, o.addr), timeout=30)
+                        members[index] = member(tmp_path, g, index)
+                        await wait_until(lambda o=other: master_is(client, g, o.addr, in_sync=2), timeout=90)
+                finally:
+                    stop.set()
+                    await asyncio.gather(*senders)
+            info = await replica_info(client, g)
+            assert acked and acked <= await read_keys(client, str(info["masterAddress"]), topic)

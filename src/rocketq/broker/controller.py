@@ -203,6 +203,10 @@ class BrokerController:
             # pop writes checkpoints and revives: the master's work (controller mode: at promotion)
             self.pop_service = PopService(self)
             await self.pop_service.start()
+        if self.broker_config.enable_controller_mode:
+            from rocketq.broker.ha.controller_mode import ReplicasManager
+
+            self.replicas_manager = ReplicasManager(self)
         self.register_processors()
         self.server.register_default_processor(self._not_supported)
         # in controller mode the role comes later (ReplicasManager starts what a master runs)
@@ -213,10 +217,7 @@ class BrokerController:
             await self.transaction_check_service.start()  # the master alone checks half messages
         if self.timer_service is not None:
             await self.timer_service.start()
-        if self.broker_config.enable_controller_mode:
-            from rocketq.broker.ha.controller_mode import ReplicasManager
-
-            self.replicas_manager = ReplicasManager(self)
+        if self.replicas_manager is not None:
             await self.replicas_manager.start()
         self.stats.sample()
         self._spawn(self._every(STATS_SAMPLE_INTERVAL, self.stats.sample))

@@ -77,7 +77,6 @@ class ReplicasManager:
         self.epoch_cache.load()
         with contextlib.suppress(FileNotFoundError, ValueError):
             self.broker_id = int(self._id_path.read_text().strip())
-        self._ctl.server.register_processor(RequestCode.GET_BROKER_EPOCH_CACHE, self.get_epoch_cache)
         self._task = asyncio.ensure_future(self._run())
         self._beat_task = asyncio.ensure_future(self._beat_loop())
 

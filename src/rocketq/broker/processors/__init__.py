@@ -154,6 +154,8 @@ def register_all(ctl: BrokerController, register: Callable[[int, Any], None]) ->
     ]
     if ctl.replication is not None:
         table.append((C.GET_BROKER_HA_STATUS, ctl.replication.get_broker_ha_status))
+    if ctl.replicas_manager is not None:  # controller mode (broker/ha/controller_mode.py)
+        table.append((C.GET_BROKER_EPOCH_CACHE, ctl.replicas_manager.get_epoch_cache))
     schedule = ctl.schedule_service
     if schedule is not None:
         def get_all_delay_offset(request: RemotingCommand, channel: Any) -> RemotingCommand:
