@@ -113,16 +113,7 @@ async def committed(client: RemotingClient, addr: str, group: str, topic: str, o
 
 
 async def read_keys(client: RemotingClient, addr: str, topic: str) -> set[str]:
-    keys: set[str] = set()
-    for q in range(QUEUES):
-        offset = 0
-        while True:
-            r = await pull(client, addr, "ctl-reader", topic, q, offset)
-            if r.code != 0:
-                break
-            keys |= {m.uniq_key for m in decode_pull(r)}
-            offset = int(r.ext_fields["nextBeginOffset"])
-    return keys
+    return {m.uniq_key for m in await read_messages(client, addr, topic)}
 
 
 async def test_master_killed_slave_promoted_and_old_master_rejoins(tmp_path: Path) -> None:
