@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -23,10 +24,12 @@ import orjson
 import pytest
 from tests.harness import (
     Server,
+    rocketq_command,
     small_store,
     start_controller_member,
     start_controllers,
     start_namesrv_server,
+    start_process,
     unique_name,
     wait_until,
 )
@@ -331,3 +334,21 @@ async def test_repeated_failover_under_send_load_loses_no_acked_message(tmp_path
                     await asyncio.gather(*senders)
             info = await replica_info(client, g)
             assert acked and acked <= await read_keys(client, str(info["masterAddress"]), topic)
+
+
+UP_READY = re.compile(
+    r"^READY namesrv=\S+ broker=(?P<broker>\S+) slave1=(?P<slave>\S+) controller=(?P<ctl>\S+)\s*$",
+    re.MULTILINE)
+
+
+async def test_up_with_controller_runs_a_controlled_group(tmp_path: Path) -> None:
+    """`rocketq up --replicas 1 --controller`: the broker is elected master, its slave follows and
+    joins the SyncStateSet."""
+    args = ["up", "--replicas", "1", "--controller", "--namesrv-port", "0", "--broker-port", "0",
+            "--data-dir", str(tmp_path / "data"), "--set", f"brokerName={GROUP}"]
+    proc = start_process([*rocketq_command(), *args], name="up", log_dir=tmp_path / "logs")
+    with proc:
+        m = proc.wait_for(UP_READY, 60)
+        fake = {"c0": Server("controller", m["ctl"], proc)}
+        async with RemotingClient() as client:
+            await wait_until(lambda: master_is(client, fake, m["broker"], in_sync=2), timeout=60)

@@ -52,6 +52,7 @@ class ServeOptions:
     grpc_port: int | None = None
     namesrv_addr: str | None = None
     replicas: int = 0  # up: slaves of the broker, each with its own store (docs/ha.md)
+    controller: bool = False  # up: a controller, and the broker and its slaves in controller mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ class ServePlan:
     # up: the broker registers with the embedded name server (no namesrvAddr was given)
     use_embedded_namesrv: bool = False
     replicas: int = 0  # up: slaves started beside the broker (replica_plan)
+    controller: bool = False  # up --controller: an embedded controller (docs/ha.md)
 
 
 def server_config_classes() -> tuple[type[MessageStoreConfig], type[RemotingServerConfig]]:
@@ -147,6 +149,7 @@ def build_plan(opts: ServeOptions, environ: Mapping[str, str] | None = None) -> 
         namesrv_server=dataclasses.replace(server, listen_port=ns.listen_port),
         use_embedded_namesrv=configs.origin(BrokerConfig, "namesrv_addr") is None,
         replicas=opts.replicas,
+        controller=opts.controller,
     )
 
 

@@ -11,10 +11,15 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import sys
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from rocketq.cli.argtypes import positive
+
+if TYPE_CHECKING:
+    from rocketq.cli.assembly import ServePlan
 
 log = logging.getLogger("rocketq.cli")
 
@@ -67,3 +72,44 @@ async def _serve(listen: str, peers: list[str], data_dir: str | None, timeout_ms
         await ctl.shutdown()
     print("controller stopped", file=sys.stderr)
     return 0
+
+
+# -- `rocketq up --controller` --------------------------------------------------------------------
+
+
+def _free_port_pair(host: str) -> int:
+    """A port P with P and P + 1 free (the controller's remoting and Raft ports)."""
+    for _ in range(100):
+        with socket.socket() as a:
+            a.bind((host, 0))
+            p = int(a.getsockname()[1])
+            with socket.socket() as b:
+                try:
+                    b.bind((host, p + 1))
+                except OSError:
+                    continue
+            return p
+    raise OSError("no two free consecutive ports for the controller")
+
+
+async def start_embedded(plan: ServePlan, started: list[tuple[str, Any]]) -> Any:
+    """A one-node controller beside the name server of `up`, its journal under DATA/controller."""
+    from rocketq.controller.server import ControllerServer
+
+    assert plan.broker is not None
+    host = plan.broker.broker_ip1
+    addr = f"{host}:{_free_port_pair(host)}"
+    ctl = ControllerServer(addr, [addr], str(plan.data_dir / "controller"))
+    await ctl.start()
+    started.append(("controller", ctl))
+    return ctl
+
+
+async def wait_for_role(broker: Any, timeout: float = 20.0) -> None:
+    """Until the controller has named the broker's role (a one-node Raft elects itself first)."""
+    deadline = time.monotonic() + timeout
+    manager = getattr(broker, "replicas_manager", None)
+    while manager is not None and not manager.role_known and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    if manager is not None and not manager.role_known:
+        log.warning("the controller has not named the broker's role in %.0f s", timeout)

@@ -129,6 +129,11 @@ def add_commands(commands: Any) -> None:
         help="also run N slaves of the broker (a broker group, docs/ha.md), each with its own store "
         "under DATA/store-slaveI",
     )
+    replicas.add_argument(
+        "--controller", action="store_true",
+        help="also run a controller and put the broker (and its slaves) in controller mode: a slave "
+        "is promoted when the master dies (docs/ha.md)",
+    )
     for role, parents, text in (
         ("up", [common, namesrv_port, broker_opts, replicas], "a name server and a broker in one process"),
         ("namesrv", [common, namesrv_port], "a name server"),
@@ -151,6 +156,7 @@ def _handler(role: str) -> Callable[[argparse.Namespace], int]:
             grpc_port=getattr(args, "grpc_port", None),
             namesrv_addr=getattr(args, "namesrv_addr", None),
             replicas=getattr(args, "replicas", 0),
+            controller=getattr(args, "controller", False),
         )
         plan = build_plan(opts)
         if args.print_config:
@@ -370,10 +376,20 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
                 broker_config = dataclasses.replace(broker_config, namesrv_addr=started[0][1].address)
             if not broker_config.namesrv_addr_list:
                 log.warning("namesrvAddr is not set: the broker will not register with any name server")
+            if plan.controller:
+                from rocketq.cli.controller import start_embedded
+
+                controller = await start_embedded(plan, started)
+                broker_config = dataclasses.replace(broker_config, enable_controller_mode=True,
+                                                    controller_addr=controller.address)
             make_broker = functools.partial(broker_cls, broker_config, plan.store, plan.broker_server,
                                             plan.java)
             broker = await _start("broker", make_broker, started)
             ready.append(f"broker={broker.address}")
+            if plan.controller:
+                from rocketq.cli.controller import wait_for_role
+
+                await wait_for_role(broker)  # the broker of `up` is elected first: its slaves follow
             for i in range(1, plan.replicas + 1):
                 make_slave = functools.partial(broker_cls, *replica_configs(plan, broker_config, i))
                 slave = await _start(f"slave {i}", make_slave, started)
@@ -382,6 +398,7 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
             broker_metrics = getattr(broker, "metrics_address", None)
             if broker_metrics:
                 metrics.append(("metrics", broker_metrics))
+        ready.extend(f"controller={ctl.address}" for what, ctl in started if what == "controller")
         ready.extend(f"{key}={addr}" for key, addr in metrics)
         if grpc:
             ready.append(f"grpc={grpc}")  # last: readers of the older line ignore a trailing key
