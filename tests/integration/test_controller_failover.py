@@ -24,12 +24,14 @@ import orjson
 import pytest
 from tests.harness import (
     Server,
+    free_port_pair,
     rocketq_command,
     small_store,
     start_controller_member,
     start_controllers,
     start_namesrv_server,
     start_process,
+    start_server,
     unique_name,
     wait_until,
 )
@@ -352,3 +354,30 @@ async def test_up_with_controller_runs_a_controlled_group(tmp_path: Path) -> Non
         fake = {"c0": Server("controller", m["ctl"], proc)}
         async with RemotingClient() as client:
             await wait_until(lambda: master_is(client, fake, m["broker"], in_sync=2), timeout=60)
+
+
+NS_CONTROLLER_READY = re.compile(r"^READY namesrv=(?P<addr>\S+) controller=\S+\s*$", re.MULTILINE)
+
+
+async def test_controllers_embedded_in_three_name_servers_elect(tmp_path: Path) -> None:
+    """enableControllerInNamesrv on three name servers (controllerPeers): the brokers use them as
+    both namesrvAddr and controllerAddr; the master killed, the slave is promoted."""
+    ports = [free_port_pair() for _ in range(3)]
+    peers = ";".join(f"127.0.0.1:{p}" for p in ports)
+    g: dict[str, Server] = {}
+    try:
+        for i, port in enumerate(ports):
+            g[f"c{i}"] = start_server(tmp_path, f"namesrv-{i}", [
+                "namesrv", "--data-dir", str(tmp_path / f"ns{i}"), "--namesrv-port", str(port),
+                "--set", "enableControllerInNamesrv=true", "--set", f"controllerPeers={peers}",
+            ], NS_CONTROLLER_READY)
+        async with RemotingClient() as client:
+            for i in range(2):
+                g[f"b{i}"] = start_controller_member(tmp_path, GROUP, peers, controllers(g), i, *STORE,
+                                                     *DURABLE)
+                await wait_until(lambda n=i + 1: master_is(client, g, g["b0"].addr, in_sync=n), timeout=60)
+            g["b0"].proc.kill()
+            await wait_until(lambda: master_is(client, g, g["b1"].addr), timeout=30)
+    finally:
+        for server in reversed(list(g.values())):
+            server.proc.stop()

@@ -113,3 +113,18 @@ async def wait_for_role(broker: Any, timeout: float = 20.0) -> None:
         await asyncio.sleep(0.1)
     if manager is not None and not manager.role_known:
         log.warning("the controller has not named the broker's role in %.0f s", timeout)
+
+
+async def start_in_namesrv(plan: ServePlan, namesrv: Any, started: list[tuple[str, Any]]) -> Any:
+    """enableControllerInNamesrv: the controller's codes on the name server's own port."""
+    from rocketq.controller.server import ControllerServer
+
+    assert plan.namesrv is not None
+    peers = [p.strip() for p in plan.namesrv.controller_peers.replace(",", ";").split(";") if p.strip()]
+    if peers and namesrv.address not in peers:
+        log.warning("controllerPeers does not name this name server (%s)", namesrv.address)
+    ctl = ControllerServer(namesrv.address, peers or [namesrv.address], str(plan.data_dir / "controller"),
+                           server=namesrv.remoting_server)
+    await ctl.start()
+    started.insert(0, ("controller", ctl))  # stopped after the name server whose port it shares
+    return ctl

@@ -367,6 +367,10 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
             make_namesrv = functools.partial(namesrv_cls, plan.namesrv, plan.namesrv_server)
             namesrv = await _start("name server", make_namesrv, started)
             ready.append(f"namesrv={namesrv.address}")
+            if getattr(plan.namesrv, "enable_controller_in_namesrv", False):
+                from rocketq.cli.controller import start_in_namesrv
+
+                await start_in_namesrv(plan, namesrv, started)
             ns_metrics = getattr(namesrv, "metrics_address", None)
             if ns_metrics:
                 metrics.append(("namesrvMetrics" if broker_cls is not None else "metrics", ns_metrics))

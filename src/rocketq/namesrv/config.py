@@ -42,6 +42,10 @@ class NamesrvConfig:
     acl_enable: bool = restart_required(False, why="the ACL is set up at start")
     # "" = <data-dir>/conf/plain_acl.yml (the parent of kvConfigPath's directory).
     plain_acl_file: str = restart_required("", why="the ACL is set up at start")
+    # RocketMQ 5: run a controller inside this name server (docs/ha.md, controller mode), on its
+    # port; controllerPeers are the name servers running one ("host:port;..."; Raft on port + 1).
+    enable_controller_in_namesrv: bool = restart_required(False, why="the controller starts with the server")
+    controller_peers: str = restart_required("", why="the controller starts with the server")
 
     def __post_init__(self) -> None:
         check_port("listenPort", self.listen_port)
