@@ -282,6 +282,9 @@ class SendCall:
         self.producer.fault_strategy.update_fault_item(mq.broker_name, latency_ms, isolation)
 
     def _connect_failed(self, exc: BaseException) -> None:
+        # A broker that refuses connections may have been replaced (a controller-mode failover
+        # promotes a slave to brokerId 0): look the route up now, not at the next 30 s poll.
+        self.producer.refresh_route_soon(self.prep.topic)
         self._attempt_failed(exc, True)
 
     def _attempt_failed(self, exc: BaseException, isolation: bool) -> None:
