@@ -340,7 +340,8 @@ async def test_repeated_failover_under_send_load_loses_no_acked_message(tmp_path
 
 
 UP_READY = re.compile(
-    r"^READY namesrv=\S+ broker=(?P<broker>\S+) slave1=(?P<slave>\S+) controller=(?P<ctl>\S+)\s*$",
+    r"^READY namesrv=\S+ broker=(?P<broker>\S+) slave1=(?P<slave>\S+) controller=(?P<ctl>\S+)"
+    r"(?: grpc=\S+)?\s*$",
     re.MULTILINE)
 
 

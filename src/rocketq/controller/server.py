@@ -110,7 +110,8 @@ class ControllerServer:
     async def _scan_loop(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), SCAN_INTERVAL)
+                async with asyncio.timeout(SCAN_INTERVAL):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self._scan()
