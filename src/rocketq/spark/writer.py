@@ -2,8 +2,9 @@
 
 Columns: ``body`` (binary or string, required), ``topic`` (or option topic), ``keys``, ``tags``
 (strings), ``properties`` (map<string,string>), ``queue_id`` (an integer naming the queue, with
-``broker`` naming its broker when the topic is on several) and ``delay_level`` (RocketMQ's delay
-level; such rows are sent one by one, as a batch cannot carry one); others are ignored. Each task builds
+``broker`` naming its broker when the topic is on several), ``delay_level`` (RocketMQ's delay
+level) and ``delivery_time`` (a timer message's delivery time: a timestamp, or epoch milliseconds);
+rows with either are sent one by one, as a batch can carry neither; others are ignored. Each task builds
 SEND_BATCH_MESSAGE bodies for a whole Arrow batch with Arrow compute and numpy (properties
 strings, record headers, UNIQ_KEYs, queue choice), then keeps ``sendWindow`` batches in flight.
 
@@ -30,6 +31,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from rocketq.codec.message import MAX_PROPERTIES_LENGTH
+from rocketq.codec.properties import MessageConst
 from rocketq.spark._broker import BrokerSession, QueueRef, SendItem
 from rocketq.spark.errors import SparkOptionError
 from rocketq.spark.options import WriteOptions
@@ -39,7 +41,8 @@ log = logging.getLogger("rocketq.spark")
 AUTO_CREATE_TOPIC = "TBW102"
 MAX_BATCH_BYTES = 3 << 20  # under the broker's 4 MiB maxMessageSize for a whole batch body
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-_ACCEPTED = {"body", "topic", "keys", "tags", "properties", "queue_id", "broker", "delay_level"}
+_ACCEPTED = {"body", "topic", "keys", "tags", "properties", "queue_id", "broker", "delay_level",
+             "delivery_time"}
 _INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
 
 
@@ -63,6 +66,10 @@ def check_columns(schema_string: str, opts: WriteOptions) -> None:
     if "delay_level" in names and types.get("delay_level") not in _INTEGER_TYPES:
         raise SparkOptionError("delay_level", f"the delay_level column must be an integer, not "
                                               f"{types.get('delay_level')}")
+    if "delivery_time" in names and not (types.get("delivery_time", "").startswith("timestamp")
+                                         or types.get("delivery_time") == "bigint"):
+        raise SparkOptionError("delivery_time", f"the delivery_time column must be a timestamp or epoch "
+                                                f"milliseconds (bigint), not {types.get('delivery_time')}")
     if "queue_id" in names and opts.queue_key_column is not None:
         raise SparkOptionError("queueKeyColumn", "give a queue_id column or queueKeyColumn, not both")
     if "body" not in names:
@@ -190,6 +197,39 @@ def delay_levels(batch: pa.RecordBatch) -> npt.NDArray[np.int64] | None:
         raise SparkOptionError("delay_level", f"a delay level is >= 1 (0 or null: no delay), not "
                                               f"{int(levels.min())}")
     return levels
+
+
+def delivery_times(batch: pa.RecordBatch) -> npt.NDArray[np.int64] | None:
+    """Each row's timer delivery time in epoch ms from a ``delivery_time`` column (0 for null), or
+    None without the column. A timestamp column is read in UTC, as Spark stores it."""
+    names = batch.schema.names
+    if "delivery_time" not in names:
+        return None
+    column = batch.column(names.index("delivery_time"))
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(pc.cast(column, pa.timestamp("ms", column.type.tz), safe=False), pa.int64())
+    times: npt.NDArray[np.int64] = np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False),
+                                              dtype=np.int64)
+    if len(times) and int(times.min()) < 0:
+        raise SparkOptionError("delivery_time", f"a delivery time is after 1970, not {int(times.min())} ms")
+    return times
+
+
+def single_properties(levels: npt.NDArray[np.int64] | None,
+                      times: npt.NDArray[np.int64] | None, n: int) -> list[str | None]:
+    """Per row, the property text a row sent alone appends (DELAY or TIMER_DELIVER_MS), or None for
+    a row that goes in a batch. A row with both fails, as the producer refuses such a message."""
+    extra: list[str | None] = [None] * n
+    if levels is not None:
+        for row in np.flatnonzero(levels).tolist():
+            extra[row] = f"{MessageConst.PROPERTY_DELAY_TIME_LEVEL}\x01{int(levels[row])}\x02"
+    if times is not None:
+        for row in np.flatnonzero(times).tolist():
+            if extra[row] is not None:
+                raise SparkOptionError("delivery_time", "a row gives both a delay_level and a "
+                                                        "delivery_time; choose one")
+            extra[row] = f"{MessageConst.PROPERTY_TIMER_DELIVER_MS}\x01{int(times[row])}\x02"
+    return extra
 
 
 def chosen_queues(topic: str, queues: list[QueueRef], queue_ids: pa.Array,
@@ -345,10 +385,11 @@ class _Sender:
         elif key is not None:
             qidx = np.abs(java_hashes(batch.column(names.index(key)))) % len(queues)
         rows = np.arange(n, dtype=np.int64)
-        levels = delay_levels(batch)
-        if levels is not None:
-            requests += self._singles(queues, batch, props, qidx, levels)
-            rows = rows[levels == 0]
+        levels, times = delay_levels(batch), delivery_times(batch)
+        if levels is not None or times is not None:
+            extra = single_properties(levels, times, n)
+            requests += self._singles(queues, batch, props, qidx, extra)
+            rows = rows[np.array([e is None for e in extra], dtype=bool)]
         records = encode_records(batch, props)
         if qidx is not None:
             order = rows[np.argsort(qidx[rows], kind="stable")]
@@ -367,18 +408,18 @@ class _Sender:
         return self.rr % size
 
     def _singles(self, queues: list[QueueRef], batch: pa.RecordBatch, props: pa.Array,
-                 qidx: npt.NDArray[np.int64] | None, levels: npt.NDArray[np.int64]) -> list[SendItem]:
-        """The delayed rows, one SEND_MESSAGE_V2 each with its DELAY property."""
-        delayed = np.flatnonzero(levels)
-        if not len(delayed):
+                 qidx: npt.NDArray[np.int64] | None, extra: list[str | None]) -> list[SendItem]:
+        """The delayed and timed rows, one SEND_MESSAGE_V2 each with its DELAY or TIMER_DELIVER_MS."""
+        single = [row for row, e in enumerate(extra) if e is not None]
+        if not single:
             return []
-        picked = pa.array(delayed)
+        picked = pa.array(single, pa.int64())
         bodies = _bodies(batch).take(picked).to_pylist()
         texts = props.take(picked).to_pylist()
         out: list[SendItem] = []
-        for row, body, text in zip(delayed.tolist(), bodies, texts, strict=True):
+        for row, body, text in zip(single, bodies, texts, strict=True):
             q = int(qidx[row]) if qidx is not None and qidx[row] >= 0 else self._next_rr(len(queues))
-            out.append((queues[q], body, 1, text.decode() + f"DELAY\x01{int(levels[row])}\x02"))
+            out.append((queues[q], body, 1, text.decode() + str(extra[row])))
         return out
 
     def finish(self) -> RocketQCommit:
