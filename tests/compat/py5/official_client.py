@@ -40,7 +40,9 @@ def emit(obj: dict[str, Any]) -> None:
 
 
 def config(endpoint: str) -> ClientConfiguration:
-    return ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+    # an ACL account, when the test gives one (the client signs each call with it)
+    creds = Credentials(os.environ.get("RQ_ACCESS_KEY", ""), os.environ.get("RQ_SECRET_KEY", ""))
+    return ClientConfiguration(endpoint, creds, request_timeout=10)
 
 
 def message(topic: str, body: str, tag: str | None = None, keys: str | None = None) -> Message:

@@ -28,7 +28,10 @@ class GrpcServer:
 
         _, _, stubs = load()
         service = MessagingService(self._ctl, advertised_host)
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        from rocketq.broker.grpc.auth import AclInterceptor
+
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)],
+                                 interceptors=[AclInterceptor(self._ctl)])
         stubs.add_MessagingServiceServicer_to_server(service, server)
         host = bind_host or "0.0.0.0"
         try:
