@@ -64,11 +64,9 @@ def remoting_twin(method: str, request: Any, namespace: str) -> list[RemotingCom
                 for t in {_name(topic, namespace) for topic in topics}]
     if method in ("AckMessage", "ChangeInvisibleDuration", "QueryAssignment"):
         return [consume(RequestCode.PULL_MESSAGE, request.topic, request.group)]
-    if method == "ReceiveMessage":
+    if method in ("ReceiveMessage", "PullMessage", "GetOffset", "QueryOffset"):
         return [consume(RequestCode.PULL_MESSAGE, request.message_queue.topic, request.group)]
-    if method == "PullMessage":
-        return [consume(RequestCode.PULL_MESSAGE, request.message_queue.topic, request.group)]
-    if method in ("UpdateOffset", "GetOffset", "QueryOffset"):
+    if method == "UpdateOffset":
         return [consume(RequestCode.UPDATE_CONSUMER_OFFSET, request.message_queue.topic, request.group)]
     if method == "ForwardMessageToDeadLetterQueue":
         return [cmd(RequestCode.CONSUMER_SEND_MSG_BACK, group=_name(request.group, namespace))]
@@ -146,8 +144,9 @@ class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         handler = await continuation(details)
-        if handler is None:
-            return None
+        # the ACL is built once, at the broker's start: without it the calls are not wrapped at all
+        if handler is None or getattr(self._ctl, "acl", None) is None:
+            return handler
         method = details.method.rsplit("/", 1)[-1]
         check = self._check
         opts = {"request_deserializer": handler.request_deserializer,
