@@ -159,26 +159,24 @@ class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 return refusal if refusal is not None else await inner_uu(request, context)
             return grpc.unary_unary_rpc_method_handler(unary_unary, **opts)
         if handler.unary_stream is not None:
-            inner_us = handler.unary_stream
-
-            async def unary_stream(request: Any, context: Any) -> AsyncIterator[Any]:
-                refusal = check(method, request, context)
-                if refusal is not None:
-                    yield refusal
-                    return
-                async for item in inner_us(request, context):
-                    yield item
-            return grpc.unary_stream_rpc_method_handler(unary_stream, **opts)
+            stream = self._guarded(method, handler.unary_stream, judged=True)
+            return grpc.unary_stream_rpc_method_handler(stream, **opts)
         if handler.stream_stream is not None:
-            inner_ss = handler.stream_stream
-
-            async def stream_stream(requests: Any, context: Any) -> AsyncIterator[Any]:
-                # Telemetry: the caller must be known; its commands name what later RPCs check
-                refusal = check(method, None, context)
-                if refusal is not None:
-                    yield refusal
-                    return
-                async for item in inner_ss(requests, context):
-                    yield item
-            return grpc.stream_stream_rpc_method_handler(stream_stream, **opts)
+            # Telemetry: the caller must be known; its commands name what later RPCs check
+            stream = self._guarded(method, handler.stream_stream, judged=False)
+            return grpc.stream_stream_rpc_method_handler(stream, **opts)
         return handler
+
+    def _guarded(self, method: str, inner: Callable[[Any, Any], AsyncIterator[Any]], *,
+                 judged: bool) -> Callable[[Any, Any], AsyncIterator[Any]]:
+        """A server-streaming handler that answers a refusal as its one response."""
+        check = self._check
+
+        async def stream(arg: Any, context: Any) -> AsyncIterator[Any]:
+            refusal = check(method, arg if judged else None, context)
+            if refusal is not None:
+                yield refusal
+                return
+            async for item in inner(arg, context):
+                yield item
+        return stream
