@@ -152,6 +152,17 @@ class ClusterBroker:
     runtime: dict[str, str]
     error: str | None = None
 
+    @property
+    def role(self) -> str:
+        """rocketq's ``brokerRole`` runtime key (docs/ha.md); a Java broker's role follows from its id."""
+        rt = self.runtime
+        return rt.get("brokerRole") or ("" if not rt else "MASTER" if self.broker_id == 0 else "SLAVE")
+
+    @property
+    def replication_lag_bytes(self) -> int:
+        """Bytes the slowest slave is behind this master (0 on a slave or a Java broker)."""
+        return int(self.runtime.get("haReplicationLagBytes", 0) or 0)
+
 
 @dataclass(frozen=True, slots=True)
 class SendRT:

@@ -93,9 +93,11 @@ async def cluster_page(admin: AdminClient) -> str:
         rt = b.runtime
         status = f"DOWN: {b.error}" if b.error else "UP"
         rows.append([b.cluster, b.broker_name, b.broker_id, Raw(link(b.addr, "/broker", addr=b.addr)), status,
+                     b.role or "-", b.replication_lag_bytes if b.runtime else "-",
                      *(tps_cell(rt[key]) if key in _TPS_KEYS and key in rt else rt.get(key, "-")
                        for _, key in _RUNTIME_KEYS)])
-    headers = ["cluster", "broker", "id", "address", "status", *(label for label, _ in _RUNTIME_KEYS)]
+    headers = ["cluster", "broker", "id", "address", "status", "role", "lag (B)",
+               *(label for label, _ in _RUNTIME_KEYS)]
     body = (
         f"<p>Name servers: {esc(';'.join(admin.namesrv_addrs))}</p>"
         f"<h2>Brokers</h2>{table(headers, rows, table_id='brokers')}"

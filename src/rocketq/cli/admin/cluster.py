@@ -146,9 +146,8 @@ def _cluster_row(b: ClusterBroker) -> dict[str, Any]:
         "outTotalToday": int(rt.get("msgGetTotalTodayNow", 0) or 0)
         - int(rt.get("msgGetTotalTodayMorning", 0) or 0),
         "diskRatio": rt.get("commitLogDiskRatio", ""),
-        # rocketq's runtime keys (docs/ha.md); a Java broker's role follows from its id
-        "role": rt.get("brokerRole") or ("" if not rt else "MASTER" if b.broker_id == 0 else "SLAVE"),
-        "replicationLagBytes": int(rt.get("haReplicationLagBytes", 0) or 0),
+        "role": b.role,
+        "replicationLagBytes": b.replication_lag_bytes,
         "error": b.error,
         "runtime": rt,
     }
