@@ -536,3 +536,29 @@ def test_message_consumed_directly_by_an_online_client(
         assert bodies.count(b"direct-me") == 3
     finally:
         consumer.shutdown()
+
+
+def test_group_page_shows_pop_state(page: Any, dashboard: Dashboard, cluster: RocketQCluster) -> None:
+    from tests.wire import pop, popped, send_message
+
+    from rocketq.remoting import RemotingClient
+
+    topic, group = "DashPop", "dash_pop_g"
+    cluster.create_topic(topic, queues=1)
+
+    async def pop_two_of_three() -> None:
+        async with RemotingClient() as client:
+            for i in range(3):
+                sent = await send_message(client, cluster.broker_addr, topic, b"%d" % i, queue_id=0)
+                assert sent.code == 0
+            response = await pop(client, cluster.broker_addr, group, topic, max_nums=2, invisible_ms=60_000)
+            assert len(popped(response, cluster.broker_name)) == 2
+
+    cluster.run(pop_two_of_three())  # on the cluster's loop: Playwright's sync API owns this thread
+    page.goto(dashboard.url + f"/group?name={group}")
+    assert page.locator("#pop-inflight").inner_text() == "2"
+    assert page.locator("#pop-revive").inner_text() == "0"  # invisible for a minute yet
+    headers = page.locator("#progress thead th").all_inner_texts()
+    row = page.locator("#progress tbody tr", has_text=topic)
+    cells = dict(zip(headers, row.locator("td").all_inner_texts(), strict=True))
+    assert (cells["lag"], cells["in flight"], cells["to revive"]) == ("3", "2", "0")

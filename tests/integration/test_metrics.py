@@ -150,6 +150,28 @@ async def test_pending_timers_and_timer_lag(cluster: MetricsCluster) -> None:
     assert 0 <= one(data, "rocketmq_timer_dequeue_latency") < 60_000
 
 
+async def test_pop_inflight_and_revive_backlog(cluster: MetricsCluster) -> None:
+    from tests.wire import create_topic, pop, popped, send_message
+
+    from rocketq.remoting import RemotingClient
+
+    topic, group = unique_name("MetPop"), unique_name("met_pop_g")
+    async with RemotingClient() as client:
+        await create_topic(client, cluster.broker, topic, read=1, write=1)
+        for i in range(5):
+            assert (await send_message(client, cluster.broker, topic, b"p%d" % i, queue_id=0)).code == 0
+        response = await pop(client, cluster.broker, group, topic, max_nums=4, invisible_ms=60_000)
+        assert len(popped(response, "")) == 4
+
+    def four_out() -> bool:
+        data = samples(cluster.metrics)
+        return one(data, "rocketq_pop_inflight_messages", group=group, topic=topic) == 4
+
+    await wait_until(four_out, timeout=20)
+    # invisible for 60 s: nothing waits for the revive service yet
+    assert one(samples(cluster.metrics), "rocketq_pop_revive_backlog", group=group, topic=topic) == 0
+
+
 async def test_request_counts_by_code(cluster: MetricsCluster) -> None:
     from rocketq.aio import Message, Producer
 

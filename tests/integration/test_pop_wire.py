@@ -370,6 +370,8 @@ def test_consumer_progress_shows_what_is_in_flight(cluster: Cluster, admin: Admi
     # popped up to 3, acked up to 1: two in flight, three still to consume (4 sent)
     assert (row["brokerOffset"], row["consumerOffset"], row["inflight"], row["diff"]) == (4, 1, 2, 3)
     assert progress["inflightTotal"] == 2
+    # invisible for 60 s: nothing is due for revive yet
+    assert row["toRevive"] == 0 and progress["toReviveTotal"] == 0
 
 
 async def test_query_assignment_follows_the_group_s_mode(cluster: Cluster, client: RemotingClient) -> None:

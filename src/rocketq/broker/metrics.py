@@ -149,6 +149,7 @@ class _Snapshot:
     flush: tuple[list[tuple[str, int]], float]
     requests: RequestStats
     store_root: str | None
+    pop: dict[tuple[str, str], tuple[int, int]]  # (group, topic) -> (in flight, due for revive)
 
 
 class BrokerMetrics:
@@ -292,11 +293,18 @@ class BrokerMetrics:
                     lag.append((topic, group, qid, behind, age))
         consumers = [(g, len(c.channel_info_table)) for g, c in ctl.consumer_manager.consumer_table.items()]
         producers = [(g, len(c)) for g, c in ctl.producer_manager.group_channel_table.items()]
+        pop: dict[tuple[str, str], tuple[int, int]] = {}
+        pop_service = getattr(ctl, "pop_service", None)  # None before the store is ready
+        if pop_service is not None:
+            state = pop_service.checkpoints.pop_state(int(time.time() * 1000))
+            for (group, topic, _), (n, due) in state.items():
+                m, d = pop.get((group, topic), (0, 0))
+                pop[(group, topic)] = (m + n, d + due)
         return _Snapshot(
             base=(ctl.cluster_name, "broker", ctl.broker_name),
             topic_in=topic_in, topic_out=topic_out, lag=lag, consumers=consumers, producers=producers,
             gauges=self._gauges(), flush=self.flush_latency.snapshot(), requests=self.requests.snapshot(),
-            store_root=ctl.store_config.store_path_root_dir if store is not None else None,
+            store_root=ctl.store_config.store_path_root_dir if store is not None else None, pop=pop,
         )
 
     def _gauges(self) -> list[tuple[bool, str, str, float]]:
@@ -413,6 +421,15 @@ def _families(snap: _Snapshot, metrics: BrokerMetrics) -> Iterator[Any]:
         labels = [*base, topic, group, str(qid)]
         lag.add_metric(labels, behind)
         lag_ms.add_metric(labels, age)
+    inflight = fam(GaugeMetricFamily, "rocketq_pop_inflight_messages",
+                   "Popped and not yet acked messages, by pop consumer group and topic", ("group", "topic"))
+    revive = fam(GaugeMetricFamily, "rocketq_pop_revive_backlog",
+                 "Popped messages past their invisible time, waiting for the revive service",
+                 ("group", "topic"))
+    for (group, topic), (n, due) in sorted(snap.pop.items()):
+        inflight.add_metric([*base, group, topic], n)
+        revive.add_metric([*base, group, topic], due)
+    yield from (inflight, revive)
     consumers = fam(GaugeMetricFamily, "rocketmq_consumer_connections",
                     "Consumer connections, by consumer group", ("consumer_group",))
     for group, n in sorted(snap.consumers):

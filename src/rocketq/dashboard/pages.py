@@ -302,7 +302,8 @@ async def group_page(admin: AdminClient, group: str, notice: str = "") -> str:
         await _known_group(admin, group)
     rows = [
         [mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
-         w.broker_offset - w.consumer_offset, fmt_ms(w.last_timestamp)]
+         w.broker_offset - w.consumer_offset, max(0, w.pull_offset - w.consumer_offset), w.revive_backlog,
+         fmt_ms(w.last_timestamp)]
         for mq, w in stats.offset_table.items()
     ]
     topics = sorted({mq.topic for mq in stats.offset_table if not mq.topic.startswith("%RETRY%")})
@@ -314,16 +315,23 @@ async def group_page(admin: AdminClient, group: str, notice: str = "") -> str:
     except Exception:  # an offline group has no connections: not an error worth a red box
         clients = []
     total = sum(w.broker_offset - w.consumer_offset for w in stats.offset_table.values())
+    # pop groups (consumerProgress' #Inflight and #ToRevive): popped and not acked, and of those the
+    # ones past their invisible time that the revive service has not put back yet
+    inflight = sum(max(0, w.pull_offset - w.consumer_offset) for w in stats.offset_table.values())
+    to_revive = sum(w.revive_backlog for w in stats.offset_table.values())
     src = esc(url("/api/group", name=group))
     body = (
         notice
         + f'<p>Group <code id="group-name">{esc(group)}</code>: total lag <b id="total-lag">{total}</b> · '
         + f'{link("dead letters", "/dlq", group=group)}</p>'
+        + f'<p>Pop: in flight <b id="pop-inflight">{inflight}</b>, '
+        + f'to revive <b id="pop-revive">{to_revive}</b></p>'
         + '<h2>Live</h2><p id="live">lag <b id="live-lag">-</b>, consume TPS <b id="live-tps">-</b> '
         + '(polls: <span id="live-polls">0</span>, every 2 s)</p>'
         + f'<canvas id="chart" width="640" height="200" data-src="{src}" data-interval="2000"></canvas>'
         + "<h2>Lag per queue</h2>"
-        + table(["topic", "broker", "queue", "broker offset", "consumer offset", "lag", "last consumed"],
+        + table(["topic", "broker", "queue", "broker offset", "consumer offset", "lag", "in flight",
+                 "to revive", "last consumed"],
                 rows, table_id="progress")
         + "<h2>Online clients</h2>"
         + table(["client id", "address", "language", "version"], clients, table_id="clients")

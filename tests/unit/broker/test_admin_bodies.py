@@ -71,9 +71,12 @@ def test_consume_stats_body() -> None:
     body = proc.get_consume_stats(request, None).body
     assert body == (
         b'{"consumeTps":0.0,"offsetTable":{'
-        + _key("TA", 0) + b':{"brokerOffset":10,"consumerOffset":4,"lastTimestamp":1003,"pullOffset":4},'
-        + _key("TA", 1) + b':{"brokerOffset":20,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0},'
-        + _key("TB", 0) + b':{"brokerOffset":10,"consumerOffset":7,"lastTimestamp":1006,"pullOffset":7}}}'
+        + _key("TA", 0) + b':{"brokerOffset":10,"consumerOffset":4,"lastTimestamp":1003,"pullOffset":4,'
+        b'"reviveBacklog":0},'
+        + _key("TA", 1) + b':{"brokerOffset":20,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0,'
+        b'"reviveBacklog":0},'
+        + _key("TB", 0) + b':{"brokerOffset":10,"consumerOffset":7,"lastTimestamp":1006,"pullOffset":7,'
+        b'"reviveBacklog":0}}}'
     )
 
 
@@ -83,6 +86,7 @@ def test_broker_consume_stats_body() -> None:
     body = proc.get_broker_consume_stats(request, None).body
     assert body == (
         b'{"brokerAddr":"127.0.0.1:10911","consumeStatsList":[{"G":[{"consumeTps":0.0,"offsetTable":{'
-        + _key("TB", 0) + b':{"brokerOffset":10,"consumerOffset":7,"lastTimestamp":1006,"pullOffset":7}}}]},'
+        + _key("TB", 0) + b':{"brokerOffset":10,"consumerOffset":7,"lastTimestamp":1006,"pullOffset":7,'
+        b'"reviveBacklog":0}}}]},'
         b'{"Idle":[]}],"totalDiff":3,"totalInflightDiff":0}'
     )

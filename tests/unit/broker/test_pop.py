@@ -44,6 +44,17 @@ def test_checkpoints_complete_by_acks_and_come_due_by_time() -> None:
     assert table.next_due_time() is None
 
 
+def test_pop_state_counts_unacked_and_due_messages_per_queue() -> None:
+    table = CheckpointTable()
+    table.add(_ck(0, 100, [0, 1, 3]), 0, 0)  # due at 1100
+    table.add(_ck(4, 500, [0, 1]), 0, 1)  # due at 1500
+    table.ack(AckMsg(-1, 0, "G", "T", 0, 100, "b", (1,)))
+    assert table.pop_state(1000) == {("G", "T", 0): (4, 0)}
+    assert table.pop_state(1100) == {("G", "T", 0): (4, 2)}
+    assert table.pop_state(1500) == {("G", "T", 0): (4, 4)}
+    assert table.pop_state(1500, group="other") == {}
+
+
 def test_a_deferred_checkpoint_is_due_again_later() -> None:
     table = CheckpointTable()
     ck = _ck(0, 0, [0])

@@ -44,8 +44,10 @@ def test_consume_stats_sorts_queues_and_members() -> None:
     data = stats.to_json()
     assert data == (
         b'{"consumeTps":0.0,"offsetTable":{'
-        + PLAIN_KEY + b':{"brokerOffset":0,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0},'
-        + ODD_KEY + b':{"brokerOffset":9,"consumerOffset":4,"lastTimestamp":77,"pullOffset":4}}}'
+        + PLAIN_KEY + b':{"brokerOffset":0,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0,'
+        b'"reviveBacklog":0},'
+        + ODD_KEY + b':{"brokerOffset":9,"consumerOffset":4,"lastTimestamp":77,"pullOffset":4,'
+        b'"reviveBacklog":0}}}'
     )
     assert ConsumeStats.from_json(data) == stats
     assert ConsumeStats().to_json() == b'{"consumeTps":0.0,"offsetTable":{}}'

@@ -119,3 +119,16 @@ class CheckpointTable:
                 if out and (lowest is None or out[0] < lowest):
                     lowest = out[0]
         return lowest
+
+    def pop_state(self, now_ms: int, group: str | None = None) -> dict[tuple[str, str, int], tuple[int, int]]:
+        """(group, topic, queueId) -> (messages popped and not acked, those of them already due for
+        revive): one scan of the live checkpoints, for admin queries and metrics scrapes."""
+        out: dict[tuple[str, str, int], tuple[int, int]] = {}
+        for (topic, qid, _, g, _), (ck, _) in self._live.items():
+            if group is not None and g != group:
+                continue
+            n = len(ck.unacked_offsets())
+            if n:
+                inflight, due = out.get((g, topic, qid), (0, 0))
+                out[(g, topic, qid)] = (inflight + n, due + (n if ck.revive_time <= now_ms else 0))
+        return out

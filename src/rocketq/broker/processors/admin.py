@@ -309,6 +309,7 @@ class AdminBrokerProcessor:
         pop = getattr(ctl, "pop_service", None)  # None before the store is ready
         entries = []
         total_diff = 0
+        backlog = pop.checkpoints.pop_state(int(time.time() * 1000), group) if pop is not None else {}
         for topic in topics:
             cfg = ctl.topic_manager.select_topic_config(topic)
             if cfg is None or (order_only and not cfg.order):
@@ -326,7 +327,8 @@ class AdminBrokerProcessor:
                 if pop is not None:  # a pop group: the offset is how far it popped
                     consumer_offset = pop.acked_offset(group, topic, qid, pulled)
                 total_diff += broker_offset - consumer_offset
-                value = offset_wrapper_json(broker_offset, consumer_offset, pulled, last)
+                value = offset_wrapper_json(broker_offset, consumer_offset, pulled, last,
+                                            backlog.get((group, topic, qid), (0, 0))[1])
                 entries.append((key(qid), value))
         return consume_stats_json(entries), total_diff, len(entries)
 

@@ -259,15 +259,18 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Res
                 "diff": w.broker_offset - w.consumer_offset,
                 # popped and not yet acked (pop groups; 5.x's #Inflight = pullOffset - consumerOffset)
                 "inflight": max(0, w.pull_offset - w.consumer_offset),
+                # of those, past their invisible time and waiting for the revive service (rocketq brokers)
+                "toRevive": w.revive_backlog,
                 "lastTimestamp": w.last_timestamp,
             }
         )
     total = sum(r["diff"] for r in rows)
     inflight = sum(r["inflight"] for r in rows)
     data = {"group": args.group, "consumeTps": stats.consume_tps, "diffTotal": total,
-            "inflightTotal": inflight, "queues": rows}
+            "inflightTotal": inflight, "toReviveTotal": sum(r["toRevive"] for r in rows), "queues": rows}
     t = table(
-        ("Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "#Inflight", "LastTime"),
+        ("Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "#Inflight", "#ToRevive",
+         "LastTime"),
         [
             (
                 r["topic"],
@@ -277,6 +280,7 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Res
                 r["consumerOffset"],
                 r["diff"],
                 r["inflight"],
+                r["toRevive"],
                 format_ts(r["lastTimestamp"]),
             )
             for r in rows

@@ -50,17 +50,23 @@ class OffsetWrapper(JsonBody):
     consumer_offset: int = 0
     pull_offset: int = 0
     last_timestamp: int = 0
+    # rocketq's member (Java's fastjson ignores it, a Java broker leaves it out): popped messages of a
+    # pop group whose invisible time has passed and that wait for the revive service
+    revive_backlog: int = 0
 
     def to_json(self) -> bytes:
         return offset_wrapper_json(
-            self.broker_offset, self.consumer_offset, self.pull_offset, self.last_timestamp
+            self.broker_offset, self.consumer_offset, self.pull_offset, self.last_timestamp,
+            self.revive_backlog,
         )
 
 
 # The two value bodies as one %-format each (members in name order, as the generic plan writes them,
 # which a test checks): the broker writes one per queue, so it skips building a dataclass for each.
 _TOPIC_OFFSET: Final = b'{"lastUpdateTimestamp":%d,"maxOffset":%d,"minOffset":%d}'
-_OFFSET_WRAPPER: Final = b'{"brokerOffset":%d,"consumerOffset":%d,"lastTimestamp":%d,"pullOffset":%d}'
+_OFFSET_WRAPPER: Final = (
+    b'{"brokerOffset":%d,"consumerOffset":%d,"lastTimestamp":%d,"pullOffset":%d,"reviveBacklog":%d}'
+)
 
 
 def topic_offset_json(min_offset: int, max_offset: int, last_update_timestamp: int) -> bytes:
@@ -69,10 +75,10 @@ def topic_offset_json(min_offset: int, max_offset: int, last_update_timestamp: i
 
 
 def offset_wrapper_json(
-    broker_offset: int, consumer_offset: int, pull_offset: int, last_timestamp: int
+    broker_offset: int, consumer_offset: int, pull_offset: int, last_timestamp: int, revive_backlog: int = 0
 ) -> bytes:
     """An OffsetWrapper's JSON, without building one."""
-    return _OFFSET_WRAPPER % (broker_offset, consumer_offset, last_timestamp, pull_offset)
+    return _OFFSET_WRAPPER % (broker_offset, consumer_offset, last_timestamp, pull_offset, revive_backlog)
 
 
 def topic_stats_table_json(
