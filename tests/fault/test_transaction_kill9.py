@@ -62,7 +62,7 @@ async def _until(predicate: Any, timeout: float, what: str) -> None:
         await asyncio.sleep(0.1)
 
 
-@pytest.mark.parametrize("committed_before", [0, 20])
+@pytest.mark.parametrize("committed_before", [0, pytest.param(20, marks=pytest.mark.slow)])
 async def test_open_transactions_survive_kill9(tmp_path: Path, committed_before: int) -> None:
     topic, group = unique_name("TxKill"), unique_name("txg")
     open_count = 20

@@ -212,6 +212,8 @@ async def _eq(coro: object, want: object, superset: set[str] | None = None) -> b
     return bool(got == want)
 
 
+# make test keeps the main failover test; this variant runs under make test-all.
+@pytest.mark.slow
 async def test_old_master_cuts_its_unreplicated_tail_at_the_epoch_boundary(tmp_path: Path) -> None:
     """ASYNC_MASTER, controllers with --unclean-elect: the slave is killed, the master acks 20 more
     messages and is then frozen (SIGSTOP) before the slave is back, so the slave, restarted, is
@@ -361,6 +363,8 @@ async def test_up_with_controller_runs_a_controlled_group(tmp_path: Path) -> Non
 NS_CONTROLLER_READY = re.compile(r"^READY namesrv=(?P<addr>\S+) controller=\S+\s*$", re.MULTILINE)
 
 
+# make test keeps the main failover test; this variant runs under make test-all.
+@pytest.mark.slow
 async def test_controllers_embedded_in_three_name_servers_elect(tmp_path: Path) -> None:
     """enableControllerInNamesrv on three name servers (controllerPeers): the brokers use them as
     both namesrvAddr and controllerAddr; the master killed, the slave is promoted."""

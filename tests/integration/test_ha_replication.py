@@ -159,6 +159,8 @@ async def test_killed_slave_catches_up_from_its_own_offset(tmp_path: Path) -> No
             assert sorted(m.uniq_key for m in got) == sorted(keys)  # nothing twice, nothing lost
 
 
+# ~13 s of real replication: make test-all runs it; make test keeps the pair, kill -9 and slave-read tests.
+@pytest.mark.slow
 async def test_a_slave_past_its_master_is_truncated_to_it(tmp_path: Path) -> None:
     """The master lost the tail of its log (as a machine crash loses unflushed pages) that its slave
     already had: the slave cuts its log back to the master's end and then follows it again."""
@@ -226,6 +228,8 @@ async def test_consumers_read_from_the_slave_while_the_master_is_down(tmp_path: 
         await consume_all(g["ns"].addr, topic, keys)
 
 
+# ~13 s of real replication: make test-all runs it; make test keeps the pair, kill -9 and slave-read tests.
+@pytest.mark.slow
 async def test_a_consumer_far_behind_is_sent_to_the_slave(tmp_path: Path) -> None:
     """slaveReadEnable with accessMessageInMemoryMaxRatio=0: every pull that leaves anything behind it
     is out of "memory", so the master suggests the slave and the SDK's next pulls go there."""
