@@ -6,6 +6,7 @@ import logging
 from collections.abc import Mapping
 
 from rocketq.admin._base import AdminBase
+from rocketq.client.namespace import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS
 from rocketq.codec.bodies import (
     TopicConfig,
     TopicConfigSerializeWrapper,
@@ -26,24 +27,12 @@ log = logging.getLogger("rocketq.admin")
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 PERM_VALUES = frozenset({0, 2, 4, 6})
-# RocketMQ's TopicValidator system topics (a broker's cluster and broker names come from the name server).
-SYSTEM_TOPICS = frozenset(
-    {
-        AUTO_CREATE_TOPIC_KEY,
-        "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
 
 
 def is_system_topic(topic: str) -> bool:
-    return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_")
+    # TopicValidator's set, kept once in the client (a broker's cluster and broker names come from
+    # the name server).
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 
 def attributes_text(attributes: Mapping[str, str] | str | None) -> str | None:
