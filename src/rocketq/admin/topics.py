@@ -6,7 +6,6 @@ import logging
 from collections.abc import Mapping
 
 from rocketq.admin._base import AdminBase
-from rocketq.client.namespace import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS
 from rocketq.codec.bodies import (
     TopicConfig,
     TopicConfigSerializeWrapper,
@@ -17,6 +16,7 @@ from rocketq.codec.bodies import (
 )
 from rocketq.codec.codes import RequestCode
 from rocketq.codec.headers import CreateTopicRequestHeader
+from rocketq.codec.topics import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS
 from rocketq.errors import InvalidArgument, TopicNotExist
 
 __all__ = ["ORDER_TOPIC_CONFIG", "SYSTEM_TOPICS", "TopicAdmin", "is_system_topic"]

@@ -33,12 +33,13 @@ from rocketq.broker.schedule import ScheduleMessageService
 from rocketq.broker.stats import BrokerStats
 from rocketq.broker.subscription_manager import SubscriptionGroupManager
 from rocketq.broker.timer import TIMER_TOPIC, TimerService
-from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TopicConfigManager
+from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, TopicConfigManager
 from rocketq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
 from rocketq.codec.bodies import DataVersion
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.codec.message import UniqIdGenerator
+from rocketq.codec.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.config import ConfigChange, RuntimeConfig, check_updatable
 from rocketq.errors import ConfigError, InvalidParameter, NoPermission
 from rocketq.remoting import RemotingServer

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from rocketq.broker.topic_manager import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.codec.bodies import loads_lenient
 from rocketq.codec.message import MessageExt, decode_messages, encode_properties, tags_code
+from rocketq.codec.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import ProtocolError
 from rocketq.store.model import GetMessageStatus, MessageToStore

@@ -17,6 +17,18 @@ from typing import TYPE_CHECKING
 
 from rocketq.codec.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
 from rocketq.codec.properties import reply_topic
+from rocketq.codec.topics import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_OFFSET_MOVED_EVENT,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_SELF_TEST_TOPIC,
+    RMQ_SYS_WHEEL_TIMER,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
+)
 from rocketq.configfile import ConfigFileWriter, read_candidates, remove_stale_temps
 from rocketq.errors import InvalidParameter, NoPermission, ProtocolError
 
@@ -25,19 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketq.broker.topic")
 
-AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
-RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-RMQ_SYS_WHEEL_TIMER = SYSTEM_TOPIC_PREFIX + "wheel_timer"  # TimerMessageStore.TIMER_TOPIC
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SCHEDULE_QUEUE_NUMS = 18
 
 PERM_PRIORITY = 8
@@ -50,21 +49,6 @@ TOPIC_MAX_LENGTH = 127
 RETRY_TOPIC_MAX_LENGTH = 255
 VALID_TOPIC_PATTERN = "^[%|a-zA-Z0-9_-]+$"
 _VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+").fullmatch
-
-# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET: the broker writes these itself, producers never may.
-NOT_ALLOWED_SEND_TOPICS = frozenset({
-    RMQ_SYS_SCHEDULE_TOPIC,
-    RMQ_SYS_TRANS_HALF_TOPIC,
-    RMQ_SYS_TRANS_OP_HALF_TOPIC,
-    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-    RMQ_SYS_SELF_TEST_TOPIC,
-    RMQ_SYS_OFFSET_MOVED_EVENT,
-})
-_BASE_SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {
-    AUTO_CREATE_TOPIC_KEY_TOPIC,
-    RMQ_SYS_BENCHMARK_TOPIC,
-    RMQ_SYS_TRACE_TOPIC,
-}
 
 
 def is_readable(perm: int) -> bool:
@@ -121,7 +105,7 @@ class TopicConfigManager:
     def __init__(self, controller: BrokerController) -> None:
         self._ctl = controller
         self.table: dict[str, TopicConfig] = {}
-        self.system_topics: set[str] = set(_BASE_SYSTEM_TOPICS)
+        self.system_topics: set[str] = set(SYSTEM_TOPICS)
         self._state_version = 0
         self._timestamp = int(time.time() * 1000)
         self._counter = 0

@@ -12,6 +12,13 @@ from __future__ import annotations
 
 from typing import Final
 
+from rocketq.codec.topics import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
+)
+
 __all__ = [
     "DLQ_GROUP_TOPIC_PREFIX",
     "NAMESPACE_SEPARATOR",
@@ -27,22 +34,7 @@ __all__ = [
 ]
 
 NAMESPACE_SEPARATOR: Final = "%"
-RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
-SYSTEM_TOPIC_PREFIX: Final = "rmq_sys_"
 SYSTEM_GROUP_PREFIX: Final = "CID_RMQ_SYS_"
-# TopicValidator.SYSTEM_TOPIC_SET as a 4.9.8 client knows it.
-SYSTEM_TOPICS: Final = frozenset({
-    "TBW102",
-    "SCHEDULE_TOPIC_XXXX",
-    "BenchmarkTest",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "TRANS_CHECK_MAX_TIME_TOPIC",
-    "SELF_TEST_TOPIC",
-    "OFFSET_MOVED_EVENT",
-})
 
 
 def is_system_resource(resource: str) -> bool:

@@ -13,11 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rocketq.broker.topic_manager import (
-    DLQ_GROUP_TOPIC_PREFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
-    check_topic_name,
-)
+from rocketq.broker.topic_manager import check_topic_name
 from rocketq.codec import fastjson
 from rocketq.codec.bodies import KVTable, SubscriptionGroupConfig, TopicConfig, TopicFilterType, TopicList
 from rocketq.codec.bodies.admin import (
@@ -46,6 +42,7 @@ from rocketq.codec.headers import (
     SearchOffsetRequestHeader,
     header,
 )
+from rocketq.codec.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rocketq.config import dump_properties, parse_properties
 from rocketq.configfile import write_atomically
 from rocketq.errors import (

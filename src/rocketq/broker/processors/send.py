@@ -45,17 +45,7 @@ from rocketq.broker.timer import (
     recall_handle_for,
     transform_timer_message,
 )
-from rocketq.broker.topic_manager import (
-    DLQ_GROUP_TOPIC_PREFIX,
-    NOT_ALLOWED_SEND_TOPICS,
-    PERM_READ,
-    PERM_WRITE,
-    RETRY_GROUP_TOPIC_PREFIX,
-    RMQ_SYS_SCHEDULE_TOPIC,
-    RMQ_SYS_TRANS_HALF_TOPIC,
-    check_send_allowed,
-    check_topic_name,
-)
+from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, check_send_allowed, check_topic_name
 from rocketq.broker.transaction.half import half_properties, is_transactional
 from rocketq.codec.bodies import TopicFilterType
 from rocketq.codec.codes import RequestCode, ResponseCode
@@ -67,6 +57,13 @@ from rocketq.codec.message import (
     tags_code,
 )
 from rocketq.codec.properties import MessageConst, append_encoded, append_properties, get_property, needle
+from rocketq.codec.topics import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+)
 from rocketq.errors import (
     InvalidParameter,
     MessageIllegal,

@@ -20,16 +20,15 @@ import logging
 from typing import TYPE_CHECKING, NamedTuple
 
 from rocketq.broker.processors.send_wire import P_KEYS, P_TRAN, P_UNIQ, index_keys
-from rocketq.broker.topic_manager import (
-    PERM_READ,
-    PERM_WRITE,
+from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE
+from rocketq.codec.message import MessageExt, MessageSysFlag, decode_messages, tags_code
+from rocketq.codec.properties import MessageConst, append_properties, encode_properties, get_property, needle
+from rocketq.codec.record import properties_span
+from rocketq.codec.topics import (
     RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
-from rocketq.codec.message import MessageExt, MessageSysFlag, decode_messages, tags_code
-from rocketq.codec.properties import MessageConst, append_properties, encode_properties, get_property, needle
-from rocketq.codec.record import properties_span
 from rocketq.errors import ProtocolError
 from rocketq.store.model import (
     GetMessageResult,

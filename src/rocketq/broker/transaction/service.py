@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rocketq.broker.processors.send_wire import P_TAGS, P_UNIQ
-from rocketq.broker.topic_manager import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from rocketq.broker.transaction.half import (
     P_PGROUP,
     P_REAL_QID,
@@ -41,6 +40,7 @@ from rocketq.broker.transaction.half import (
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.message import MessageExt, MessageSysFlag, tags_code
 from rocketq.codec.properties import MessageConst
+from rocketq.codec.topics import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from rocketq.store.model import GetMessageStatus, PutMessageStatus, SingleEntry
 
 if TYPE_CHECKING:
