@@ -39,6 +39,14 @@ ADDED_AFTER_4_9_8: Final = frozenset({
 
 # 5.x's RpcRequestHeader / TopicRequestHeader members, which most 5.x request headers inherit.
 _RPC_FIELDS: Final = frozenset({"ns", "nsd", "bname", "oway", "lo"})
+# 4.9.8's RpcRequestHeader already had ``bname``; these requests' headers extend it there, so a
+# Java 4.9.8 client may send it (its SendMessageRequestHeaderV2 calls it ``n``).
+_BNAME_KNOWN_IN_4_9_8: Final = frozenset({
+    C.SEND_MESSAGE, C.SEND_MESSAGE_V2, C.SEND_BATCH_MESSAGE, C.PULL_MESSAGE,
+    C.QUERY_CONSUMER_OFFSET, C.UPDATE_CONSUMER_OFFSET, C.SEARCH_OFFSET_BY_TIMESTAMP,
+    C.GET_MAX_OFFSET, C.GET_MIN_OFFSET, C.GET_EARLIEST_MSG_STORETIME, C.CONSUMER_SEND_MSG_BACK,
+    C.END_TRANSACTION,
+})
 # Header fields added after 4.9.8 to the requests clients send (their header classes compared
 # between the two tags); every request is also checked for _RPC_FIELDS.
 FIELDS_ADDED_AFTER_4_9_8: Final[Mapping[int, frozenset[str]]] = {
@@ -53,7 +61,8 @@ Handler = Callable[[RemotingCommand, Any], Any]
 
 
 def _refuse_newer_fields(code: int, handler: Handler) -> Handler:
-    newer = _RPC_FIELDS | FIELDS_ADDED_AFTER_4_9_8.get(code, frozenset())
+    rpc = _RPC_FIELDS - {"bname"} if code in _BNAME_KNOWN_IN_4_9_8 else _RPC_FIELDS
+    newer = rpc | FIELDS_ADDED_AFTER_4_9_8.get(code, frozenset())
 
     def checked(request: RemotingCommand, channel: Any) -> Any:
         ext = request.ext_fields

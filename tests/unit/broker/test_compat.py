@@ -29,18 +29,24 @@ def test_newer_codes_are_left_out_and_newer_fields_refused() -> None:
     sends = Sends()
     for code, handler in [(RequestCode.LITE_PULL_MESSAGE, ok), (RequestCode.GET_TOPIC_CONFIG, ok),
                           (RequestCode.PULL_MESSAGE, ok), (RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ok),
+                          (RequestCode.GET_CONSUMER_LIST_BY_GROUP, ok),
                           (RequestCode.SEND_MESSAGE_V2, sends.process)]:
         register(int(code), handler)
     assert set(table) == {RequestCode.PULL_MESSAGE, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                          RequestCode.SEND_MESSAGE_V2}
+                          RequestCode.GET_CONSUMER_LIST_BY_GROUP, RequestCode.SEND_MESSAGE_V2}
     assert table[RequestCode.SEND_MESSAGE_V2] == sends.process  # its batch path stays registered
 
     def answer(code: int, **ext: str) -> RemotingCommand:
         return table[code](RemotingCommand.request(code, ext), None)  # type: ignore[no-any-return]
 
     assert answer(RequestCode.PULL_MESSAGE, topic="T", queueId="0").code == ResponseCode.SUCCESS
-    refused = answer(RequestCode.PULL_MESSAGE, topic="T", bname="b", maxMsgBytes="1")
-    assert refused.code == ResponseCode.SYSTEM_ERROR and "bname, maxMsgBytes" in (refused.remark or "")
+    # 4.9.8's PullMessageRequestHeader extends RpcRequestHeader: bname is known there, lo is not
+    assert answer(RequestCode.PULL_MESSAGE, topic="T", bname="b").code == ResponseCode.SUCCESS
+    refused = answer(RequestCode.PULL_MESSAGE, topic="T", bname="b", lo="true", maxMsgBytes="1")
+    assert refused.code == ResponseCode.SYSTEM_ERROR and "lo, maxMsgBytes" in (refused.remark or "")
+    # GetConsumerListByGroupRequestHeader gained bname only in 5.x
+    newer_bname = answer(RequestCode.GET_CONSUMER_LIST_BY_GROUP, consumerGroup="G", bname="b")
+    assert newer_bname.code == ResponseCode.SYSTEM_ERROR and "bname" in (newer_bname.remark or "")
     newer = answer(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, boundaryType="LOWER")
     assert newer.code == ResponseCode.SYSTEM_ERROR
     assert answer(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp="1").code == ResponseCode.SUCCESS
