@@ -527,6 +527,8 @@ class BrokerController:
         if self.replication is not None:  # rocketq's keys: clusterList shows role and lag from them
             info["brokerRole"] = self.broker_config.broker_role
             info["haReplicationLagBytes"] = str(self.replication.lag_bytes())
+        if self.grpc_address:  # rocketq's key: the other brokers' gRPC routes name this endpoint
+            info["grpcAddress"] = self.grpc_address
         return info
 
 

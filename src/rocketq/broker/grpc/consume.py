@@ -87,18 +87,22 @@ class ConsumeRpcs:
     # -- QueryAssignment ---------------------------------------------------------------------------
 
     async def QueryAssignment(self, request: Any, context: Any) -> Any:  # noqa: N802 - the RPC's name
-        """One assignment per broker (every queue of it): pop spreads the queues among consumers."""
+        """One assignment per broker group with a readable queue (queue id -1, every queue of it):
+        pop spreads a broker's queues among the consumers, and the client receives from each."""
         route = await self.QueryRoute(self.s.QueryRouteRequest(topic=request.topic), context)  # type: ignore[attr-defined]
         if route.status.code != self.d.OK:
             return self.s.QueryAssignmentResponse(status=route.status)
-        readable = [q for q in route.message_queues if q.permission in (self.d.READ, self.d.READ_WRITE)]
-        if not readable:
+        assignments: dict[str, Any] = {}
+        for q in route.message_queues:
+            if q.permission in (self.d.READ, self.d.READ_WRITE) and q.broker.name not in assignments:
+                mq = self.d.MessageQueue()
+                mq.CopyFrom(q)
+                mq.id = -1
+                assignments[q.broker.name] = self.d.Assignment(message_queue=mq)
+        if not assignments:
             return self.s.QueryAssignmentResponse(status=self.status("FORBIDDEN", "no readable queue"))
-        mq = self.d.MessageQueue()
-        mq.CopyFrom(readable[0])
-        mq.id = -1
         return self.s.QueryAssignmentResponse(status=self.status("OK"),
-                                              assignments=[self.d.Assignment(message_queue=mq)])
+                                              assignments=list(assignments.values()))
 
     # -- ReceiveMessage -------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from rocketq.broker.grpc.clients import (
 from rocketq.broker.grpc.consume import ConsumeRpcs
 from rocketq.broker.grpc.offsets import OffsetRpcs
 from rocketq.broker.grpc.protocol import load
+from rocketq.broker.grpc.routes import ClusterRoutes
 from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
@@ -45,6 +46,7 @@ class MessagingService(ConsumeRpcs, OffsetRpcs, _Servicer):  # type: ignore[misc
         self.host = host
         self.port = 0
         self.clients: dict[str, GrpcClient] = {}
+        self.routes = ClusterRoutes(controller)
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -86,25 +88,37 @@ class MessagingService(ConsumeRpcs, OffsetRpcs, _Servicer):  # type: ignore[misc
     # -- QueryRoute, Heartbeat, NotifyClientTermination -------------------------------------------
 
     async def QueryRoute(self, request: Any, context: Any) -> Any:  # noqa: N802 - the RPC's name
+        """Every broker group's queues of the topic, each with the gRPC endpoint of its broker
+        (this broker's from its topic table, the others' from the name server: routes.py)."""
         c = self.client(context)
-        d = self.d
         topic = self.topic(c, request.topic)
         cfg = self._ctl.topic_manager.select_topic_config(topic)
-        if cfg is None:
+        queues = []
+        if cfg is not None:
+            queues += self._queues(request.topic, self._ctl.broker_name, self.host, self.port,
+                                   cfg.read_queue_nums, cfg.write_queue_nums, cfg.perm)
+        for r in await self.routes.others(topic):
+            queues += self._queues(request.topic, r.broker_name, r.host, r.port,
+                                   r.read_queue_nums, r.write_queue_nums, r.perm)
+        if not queues:
             missing = self.status("TOPIC_NOT_FOUND", f"topic {topic} not found")
             return self.s.QueryRouteResponse(status=missing)
-        broker = d.Broker(name=self._ctl.broker_name, id=0, endpoints=d.Endpoints(
-            scheme=d.IPv4, addresses=[d.Address(host=self.host, port=self.port)]))
-        queues = []
-        for qid in range(max(cfg.read_queue_nums, cfg.write_queue_nums)):
-            readable = qid < cfg.read_queue_nums and cfg.perm & PERM_READ
-            writable = qid < cfg.write_queue_nums and cfg.perm & PERM_WRITE
-            perm = d.READ_WRITE if readable and writable else d.READ if readable else (
-                d.WRITE if writable else d.NONE)
-            queues.append(d.MessageQueue(
-                topic=request.topic, id=qid, permission=perm, broker=broker,
-                accept_message_types=[d.NORMAL, d.FIFO, d.DELAY, d.TRANSACTION]))
         return self.s.QueryRouteResponse(status=self.status("OK"), message_queues=queues)
+
+    def _queues(self, topic: Any, broker_name: str, host: str, port: int, reads: int, writes: int,
+                perm: int) -> list[Any]:
+        d = self.d
+        broker = d.Broker(name=broker_name, id=0, endpoints=d.Endpoints(
+            scheme=d.IPv4, addresses=[d.Address(host=host, port=port)]))
+        queues = []
+        for qid in range(max(reads, writes)):
+            readable = qid < reads and perm & PERM_READ
+            writable = qid < writes and perm & PERM_WRITE
+            p = d.READ_WRITE if readable and writable else d.READ if readable else (
+                d.WRITE if writable else d.NONE)
+            queues.append(d.MessageQueue(topic=topic, id=qid, permission=p, broker=broker,
+                                         accept_message_types=[d.NORMAL, d.FIFO, d.DELAY, d.TRANSACTION]))
+        return queues
 
     async def Heartbeat(self, request: Any, context: Any) -> Any:  # noqa: N802
         c = self.client(context)
