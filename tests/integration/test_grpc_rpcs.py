@@ -180,3 +180,22 @@ def test_timer_message_recalled_before_it_fires(stub: Any, admin: AdminRun) -> N
     wrong = stub.RecallMessage(s.RecallMessageRequest(topic=d.Resource(name=topic), recall_handle="bad"),
                                metadata=meta)
     assert wrong.status.code != d.OK
+
+
+def test_admin_change_log_level_and_lite_subscription_status(cluster: Cluster) -> None:
+    from rocketq.broker.grpc.protocol import load_admin
+
+    m, admin_stubs = load_admin()
+    with grpc.insecure_channel(grpc_address(cluster)) as channel:
+        admin_stub = admin_stubs.AdminStub(channel)
+        try:
+            got = admin_stub.ChangeLogLevel(m.ChangeLogLevelRequest(level=m.ChangeLogLevelRequest.DEBUG))
+            assert got.remark == "log level changed to DEBUG"
+            eventually(lambda: "log level changed to DEBUG by gRPC ChangeLogLevel" in cluster.proc.describe(),
+                       timeout=10)
+        finally:
+            got = admin_stub.ChangeLogLevel(m.ChangeLogLevelRequest(level=m.ChangeLogLevelRequest.INFO))
+        assert got.remark == "log level changed to INFO"
+        lite = stubs.MessagingServiceStub(channel).SyncLiteSubscription(
+            s.SyncLiteSubscriptionRequest(topic=d.Resource(name="parent")), metadata=md(unique_name("lite")))
+    assert lite.status.code == d.NOT_IMPLEMENTED and "lite topics" in lite.status.message

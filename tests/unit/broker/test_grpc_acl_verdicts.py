@@ -119,3 +119,15 @@ def test_53_switches_without_acl_enable(tmp_path: Path) -> None:
     assert _verdict(acl, _md("alice", "alicePassword"), "SendMessage", _send("audit")) == "ok"
     assert _verdict(acl, _md("appAccount", "appSecret12"), "SendMessage", _send("orders")) == \
         "UNAUTHORIZED User:appAccount is not found."
+
+
+def test_change_log_level_needs_an_admin_account(tmp_path: Path) -> None:
+    from rocketq.broker.grpc.protocol import load_admin
+
+    request = load_admin()[0].ChangeLogLevelRequest(level=1)
+    (twin,) = remoting_twin("ChangeLogLevel", request, "")
+    assert twin.code == RequestCode.UPDATE_BROKER_CONFIG
+    acl = _service(tmp_path)
+    assert _verdict(acl, _md("appAccount", "appSecret12"), "ChangeLogLevel", request).startswith("FORBIDDEN")
+    wrong = _md("appAccount", "wrongSecret1")
+    assert _verdict(acl, wrong, "ChangeLogLevel", request).startswith("UNAUTHORIZED")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -44,6 +45,16 @@ class Unauthorized(AclError):
     pass
 
 
+# RPCs whose response has no Status (the Admin service): a refusal is the call's gRPC status.
+_NO_STATUS = frozenset({"ChangeLogLevel"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Abort:
+    code: grpc.StatusCode
+    message: str
+
+
 def _name(resource: Any, namespace: str) -> str:
     if resource.resource_namespace:
         return convert.namespaced(resource)
@@ -70,6 +81,8 @@ def remoting_twin(method: str, request: Any, namespace: str) -> list[RemotingCom
         return [consume(RequestCode.UPDATE_CONSUMER_OFFSET, request.message_queue.topic, request.group)]
     if method == "ForwardMessageToDeadLetterQueue":
         return [cmd(RequestCode.CONSUMER_SEND_MSG_BACK, group=_name(request.group, namespace))]
+    if method == "ChangeLogLevel":  # the Admin service: what an admin account may do
+        return [cmd(RequestCode.UPDATE_BROKER_CONFIG)]
     if method == "Heartbeat" and request.HasField("group") and request.group.name:
         return [cmd(RequestCode.UNREGISTER_CLIENT, consumerGroup=_name(request.group, namespace))]
     return [cmd(_KNOWN_ONLY)]
@@ -119,6 +132,10 @@ class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._d, self._s, _ = load()
 
     def _refusal(self, method: str, exc: AclError) -> Any:
+        if method in _NO_STATUS:
+            code = grpc.StatusCode.UNAUTHENTICATED if isinstance(exc, Unauthorized) else (
+                grpc.StatusCode.PERMISSION_DENIED)
+            return _Abort(code, str(exc))
         name = "UNAUTHORIZED" if isinstance(exc, Unauthorized) else "FORBIDDEN"
         status = self._d.Status(code=self._d.Code.Value(name), message=str(exc))
         cls = self._s.TelemetryCommand if method == "Telemetry" else getattr(self._s, f"{method}Response")
@@ -156,6 +173,8 @@ class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
             async def unary_unary(request: Any, context: Any) -> Any:
                 refusal = check(method, request, context)
+                if isinstance(refusal, _Abort):
+                    await context.abort(refusal.code, refusal.message)
                 return refusal if refusal is not None else await inner_uu(request, context)
             return grpc.unary_unary_rpc_method_handler(unary_unary, **opts)
         if handler.unary_stream is not None:

@@ -27,6 +27,19 @@ def load() -> tuple[ModuleType, ModuleType, ModuleType]:
     return definition, service, stubs
 
 
+@functools.cache
+def load_admin() -> tuple[ModuleType, ModuleType]:
+    """(messages, stubs) of apache.rocketmq.v2.Admin (admin.proto), compiled once per process."""
+    import grpc
+
+    root = str(PROTO_ROOT)
+    sys.path.insert(0, root)
+    try:
+        return grpc.protos_and_services("apache/rocketmq/v2/admin.proto")  # type: ignore[no-any-return]
+    finally:
+        sys.path.remove(root)
+
+
 def code(name: str) -> int:
     """An apache.rocketmq.v2.Code value by its name."""
     return int(load()[0].Code.Value(name))

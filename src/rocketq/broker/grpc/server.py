@@ -33,6 +33,10 @@ class GrpcServer:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)],
                                  interceptors=[AclInterceptor(self._ctl)])
         stubs.add_MessagingServiceServicer_to_server(service, server)
+        from rocketq.broker.grpc.admin import AdminService
+        from rocketq.broker.grpc.protocol import load_admin
+
+        load_admin()[1].add_AdminServicer_to_server(AdminService(), server)
         host = bind_host or "0.0.0.0"
         try:
             bound = server.add_insecure_port(f"{host}:{port}")

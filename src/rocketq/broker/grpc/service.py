@@ -132,6 +132,14 @@ class MessagingService(ConsumeRpcs, OffsetRpcs, _Servicer):  # type: ignore[misc
         self.forget(self.client(context))
         return self.s.NotifyClientTerminationResponse(status=self.status("OK"))
 
+    async def SyncLiteSubscription(self, request: Any, context: Any) -> Any:  # noqa: N802
+        """Lite topics (RocketMQ 5.4's LiteTopic, one parent topic with many light sub-topics) have
+        no store, route or pop behind them in rocketq, and Apache's 5.3 proxy has no such RPC
+        either: a v2 status a client can read and report, rather than a transport UNIMPLEMENTED."""
+        self.client(context)
+        return self.s.SyncLiteSubscriptionResponse(status=self.status(
+            "NOT_IMPLEMENTED", "lite topics (SyncLiteSubscription) are not served by rocketq"))
+
     def _info(self, c: GrpcClient) -> ClientChannelInfo:
         return ClientChannelInfo(c, c.client_id, c.language or "GRPC", 0)  # type: ignore[arg-type]
 
