@@ -5,6 +5,8 @@ connection lists. Against a real `rocketq up`."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -199,3 +201,39 @@ def test_admin_change_log_level_and_lite_subscription_status(cluster: Cluster) -
         lite = stubs.MessagingServiceStub(channel).SyncLiteSubscription(
             s.SyncLiteSubscriptionRequest(topic=d.Resource(name="parent")), metadata=md(unique_name("lite")))
     assert lite.status.code == d.NOT_IMPLEMENTED and "lite topics" in lite.status.message
+
+
+def test_grpc_clients_on_the_dashboard(stub: Any, admin: AdminRun, cluster: Cluster) -> None:
+    """The dashboard's producer and group pages list a gRPC producer (Telemetry publishing settings)
+    and a gRPC consumer (Heartbeat naming its group) among the connections."""
+    from rocketq.admin import AdminClient
+    from rocketq.dashboard.pages import group_page
+    from rocketq.dashboard.producers import producer_page
+
+    topic = _topic(admin, unique_name("GrpcDash"))
+    group = unique_name("dash-g")
+    admin.json("updateSubGroup", "-g", group, "-c", CLUSTER)
+    client_id = unique_name("dash-client")
+    leave = threading.Event()
+
+    def commands() -> Iterator[Any]:
+        yield s.TelemetryCommand(settings=d.Settings(
+            client_type=d.PRODUCER, publishing=d.Publishing(topics=[d.Resource(name=topic)])))
+        leave.wait(60)  # the stream stays open, as a live client's does
+
+    replies = stub.Telemetry(commands(), metadata=md(client_id))
+    try:
+        assert next(replies).status.code == d.OK
+        hb = stub.Heartbeat(s.HeartbeatRequest(group=d.Resource(name=group), client_type=d.SIMPLE_CONSUMER),
+                            metadata=md(client_id))
+        assert hb.status.code == d.OK
+
+        async def pages() -> tuple[str, str]:
+            async with AdminClient(cluster.namesrv) as a:
+                return await producer_page(a, f"GRPC_PRODUCER_{topic}"), await group_page(a, group)
+
+        producers, consumers = asyncio.run(pages())
+        assert client_id in producers and client_id in consumers
+    finally:
+        leave.set()
+        replies.cancel()
