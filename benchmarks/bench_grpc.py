@@ -8,13 +8,22 @@ the broker's). Three phases: SendMessage with one message per call (K calls in f
 with B messages per call, then ReceiveMessage (batch 32) + one AckMessage per batch until the
 backlog is drained. Printed: messages per second and the broker's CPU per message (targets: 30 µs
 per sent message, 5 µs batched, 20 µs per received + acked message). Never asserts.
+
+    .venv/bin/python benchmarks/bench_grpc.py --connections 1000 [--only-connections]
+
+The connections phase (target: 1,000 clients with ≤ 200 MB broker RSS) opens N gRPC channels from a
+few client processes, each channel its own TCP connection doing what a real client does on start:
+Heartbeat, QueryRoute, then a Telemetry stream with its settings, kept open. Printed: the broker's
+RSS (VmRSS of /proc/PID/status) before and with all N connected, and the cost per connection.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import multiprocessing
 import os
 import sys
 import time
@@ -152,10 +161,107 @@ async def _client_main(address: str, pid: int, messages: int, inflight: int, bat
     return figures
 
 
-def run(messages: int = 20_000, inflight: int = 32, batch: int = 32) -> dict[str, float]:
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _sockets(pid: int) -> int:
+    """How many sockets the process has open: proof that each client is a connection of its own."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+    return n
+
+
+async def _hold_connections(address: str, n: int, first: int, conn: Connection) -> None:
+    """`n` clients, each on a channel of its own (a local subchannel pool: its own TCP connection),
+    started as the official clients start; held open until the parent says so."""
+    import grpc
+
+    from rocketq.broker.grpc.protocol import load
+
+    d, s, stubs = load()
+    channels: list[Any] = []
+    calls: list[Any] = []
+    pid = os.getpid()
+
+    async def one(i: int) -> None:
+        channel = grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+        channels.append(channel)
+        stub = stubs.MessagingServiceStub(channel)
+        md = (("x-mq-client-id", f"bench-conn-{pid}-{first + i}"), ("x-mq-language", "PYTHON"))
+        await stub.Heartbeat(s.HeartbeatRequest(client_type=d.PRODUCER), metadata=md)
+        route = await stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=TOPIC)), metadata=md)
+        if route.status.code != d.OK:
+            raise RuntimeError(f"route: {route.status}")
+        publishing = d.Publishing(topics=[d.Resource(name=TOPIC)])
+        settings = d.Settings(client_type=d.PRODUCER, publishing=publishing)
+        call = stub.Telemetry(metadata=md)
+        await call.write(s.TelemetryCommand(settings=settings))
+        await call.read()  # the settings echoed: the stream is up, as a client keeps it
+        calls.append(call)
+
+    for start in range(0, n, 50):  # in waves: a burst of 1,000 handshakes is not what is measured
+        await asyncio.gather(*(one(i) for i in range(start, min(n, start + 50))))
+    conn.send(len(calls))
+    await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+    for call in calls:
+        call.cancel()
+    for channel in channels:
+        await channel.close()
+
+
+def _connections_main(address: str, n: int, first: int, conn: Connection) -> None:
+    asyncio.run(_hold_connections(address, n, first, conn))
+
+
+def _connections(address: str, pid: int, total: int, processes: int = 4) -> dict[str, float]:
+    ctx = multiprocessing.get_context("spawn")  # grpc's core does not survive a fork
+    before, sockets_before = _rss_kb(pid), _sockets(pid)
+    pipes, procs = [], []
+    share = -(-total // processes)
+    for p in range(processes):
+        n = min(share, total - p * share)
+        if n <= 0:
+            break
+        here, there = ctx.Pipe()
+        proc = ctx.Process(target=_connections_main, args=(address, n, p * share, there), daemon=True)
+        proc.start()
+        pipes.append(here)
+        procs.append(proc)
+    try:
+        opened = sum(here.recv() for here in pipes)
+        time.sleep(1.0)  # the broker settles (its per-stream tasks, the heartbeat bookkeeping)
+        held, sockets = _rss_kb(pid), _sockets(pid)
+    finally:
+        for here in pipes:
+            here.send(None)
+        for proc in procs:
+            proc.join(30)
+    per = (held - before) / max(1, opened)
+    print(f"  {opened:,} gRPC clients (Heartbeat, QueryRoute, Telemetry open): broker RSS "
+          f"{before / 1024:.1f} MB before, {held / 1024:.1f} MB with all connected "
+          f"({per:.1f} KB per connection; broker sockets {sockets_before} -> {sockets})")
+    return {"connections": float(opened), "connections_broker_rss_mb_before": before / 1024,
+            "connections_broker_rss_mb": held / 1024, "connections_kb_per_connection": per,
+            "connections_broker_sockets": float(sockets)}
+
+
+def run(messages: int = 20_000, inflight: int = 32, batch: int = 32, connections: int = 1000,
+        only_connections: bool = False) -> dict[str, float]:
     logging.basicConfig(level=logging.WARNING)
+    figures: dict[str, float] = {}
     with child_server(_servers_main, prefix="rocketq-bench-grpc-") as ((address, pid), _):
-        return asyncio.run(_client_main(address, pid, messages, inflight, batch))
+        if connections:  # first: the RSS of a broker that has served no traffic yet
+            figures |= _connections(address, pid, connections)
+        if not only_connections:
+            figures |= asyncio.run(_client_main(address, pid, messages, inflight, batch))
+    return figures
 
 
 def main(argv: list[str]) -> int:
@@ -163,9 +269,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--messages", type=int, default=20_000)
     ap.add_argument("--inflight", type=int, default=32)
     ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--connections", type=int, default=1000, help="0: no connections phase")
+    ap.add_argument("--only-connections", action="store_true")
     args = ap.parse_args(argv)
-    print(f"bench_grpc: python {sys.version.split()[0]}, cpus={os.cpu_count()}")
-    run(args.messages, args.inflight, args.batch)
+    print(f"bench_grpc: python {sys.version.split()[0]}, cpus={os.cpu_count()}, load {os.getloadavg()}")
+    run(args.messages, args.inflight, args.batch, args.connections, args.only_connections)
     return 0
 
 
