@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -152,11 +151,9 @@ class ConsumeRpcs:
         d = self.d
         name = request.message_queue.topic.name
         ns = request.message_queue.topic.resource_namespace
+        response = s.ReceiveMessageResponse
         for m, handle in zip(msgs, handles, strict=True):
-            v2 = convert.to_v2(d, m, name, ns, handle, invisible)
-            v2.system_properties.body_digest.type = d.CRC32
-            v2.system_properties.body_digest.checksum = format(zlib.crc32(v2.body) & 0xFFFFFFFF, "08X")
-            yield s.ReceiveMessageResponse(message=v2)
+            yield response(message=convert.v2_fields(d, m, name, ns, handle, invisible, digest=True))
         delivery = s.ReceiveMessageResponse()
         delivery.delivery_timestamp.FromMilliseconds(pop_time)
         yield delivery

@@ -8,6 +8,7 @@ v2 Message. Only the translation lives here.
 from __future__ import annotations
 
 import time
+import zlib
 from typing import Any
 
 from rocketq.codec.codes import RequestCode, ResponseCode
@@ -99,41 +100,56 @@ def send_request(msg: Any, topic: str, queue_id: int, producer_group: str) -> Re
     return RemotingCommand(int(RequestCode.SEND_MESSAGE_V2), ext_fields=ext, body=bytes(msg.body))
 
 
-def to_v2(d: Any, m: MessageExt, topic: str, namespace: str, receipt_handle: str | None = None,
-          invisible_ms: int | None = None) -> Any:
-    """A stored (or popped) message as a v2 Message."""
+def _timestamp(ms: int) -> dict[str, int]:
+    # a dict, not Timestamp.FromMilliseconds: that is Python code in protobuf, run per message
+    return {"seconds": ms // 1000, "nanos": ms % 1000 * 1_000_000}
+
+
+def v2_fields(d: Any, m: MessageExt, topic: str, namespace: str, receipt_handle: str | None = None,
+              invisible_ms: int | None = None, digest: bool = False) -> dict[str, Any]:
+    """A stored (or popped) message as the fields of a v2 Message: a response is built around them
+    in one constructor call (a Message built first would be copied into the response)."""
     props = m.properties
-    sp = d.SystemProperties(
-        message_id=props.get(C.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or m.offset_msg_id,
-        body_encoding=d.IDENTITY, queue_id=m.queue_id, queue_offset=m.queue_offset,
-        born_host=m.born_host[0] if isinstance(m.born_host, tuple) else str(m.born_host),
-        store_host=m.store_host[0] if isinstance(m.store_host, tuple) else str(m.store_host),
-        delivery_attempt=m.reconsume_times + 1,
-    )
+    sp: dict[str, Any] = {
+        "message_id": props.get(C.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or m.offset_msg_id,
+        "body_encoding": d.IDENTITY, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
+        "born_host": m.born_host[0] if isinstance(m.born_host, tuple) else str(m.born_host),
+        "store_host": m.store_host[0] if isinstance(m.store_host, tuple) else str(m.store_host),
+        "delivery_attempt": m.reconsume_times + 1,
+        "born_timestamp": _timestamp(m.born_timestamp),
+        "store_timestamp": _timestamp(m.store_timestamp),
+    }
     tag = props.get(C.PROPERTY_TAGS)
     if tag:
-        sp.tag = tag
+        sp["tag"] = tag
     keys = props.get(C.PROPERTY_KEYS)
     if keys:
-        sp.keys.extend(keys.split(" "))
+        sp["keys"] = keys.split(" ")
     group = props.get(C.PROPERTY_SHARDING_KEY)
     deliver = props.get(C.PROPERTY_TIMER_DELIVER_MS)
     if group:
-        sp.message_group = group
-        sp.message_type = d.FIFO
+        sp["message_group"] = group
+        sp["message_type"] = d.FIFO
     elif deliver:
-        sp.message_type = d.DELAY
-        sp.delivery_timestamp.FromMilliseconds(int(deliver))
+        sp["message_type"] = d.DELAY
+        sp["delivery_timestamp"] = _timestamp(int(deliver))
     elif props.get(C.PROPERTY_TRANSACTION_PREPARED) == "true":
-        sp.message_type = d.TRANSACTION
+        sp["message_type"] = d.TRANSACTION
     else:
-        sp.message_type = d.NORMAL
-    sp.born_timestamp.FromMilliseconds(m.born_timestamp)
-    sp.store_timestamp.FromMilliseconds(m.store_timestamp)
+        sp["message_type"] = d.NORMAL
     if receipt_handle is not None:
-        sp.receipt_handle = receipt_handle
+        sp["receipt_handle"] = receipt_handle
     if invisible_ms is not None:
-        sp.invisible_duration.FromMilliseconds(invisible_ms)
-    user = {k: v for k, v in props.items() if k not in SYSTEM_KEYS}
-    return d.Message(topic=d.Resource(resource_namespace=namespace, name=topic), user_properties=user,
-                     system_properties=sp, body=bytes(m.body))
+        sp["invisible_duration"] = {"seconds": invisible_ms // 1000, "nanos": invisible_ms % 1000 * 1_000_000}
+    body = bytes(m.body)
+    if digest:
+        sp["body_digest"] = {"type": d.CRC32, "checksum": format(zlib.crc32(body) & 0xFFFFFFFF, "08X")}
+    return {"topic": {"resource_namespace": namespace, "name": topic},
+            "user_properties": {k: v for k, v in props.items() if k not in SYSTEM_KEYS},
+            "system_properties": sp, "body": body}
+
+
+def to_v2(d: Any, m: MessageExt, topic: str, namespace: str, receipt_handle: str | None = None,
+          invisible_ms: int | None = None) -> Any:
+    """A stored (or popped) message as a v2 Message."""
+    return d.Message(**v2_fields(d, m, topic, namespace, receipt_handle, invisible_ms))
