@@ -11,6 +11,13 @@ per sent message, 5 µs batched, 20 µs per received + acked message). Never ass
 
     .venv/bin/python benchmarks/bench_grpc.py --connections 1000 [--only-connections]
 
+    .venv/bin/python benchmarks/bench_grpc.py --floor
+
+The floor phase measures grpcio itself on this machine: the server CPU of a no-op unary call and
+of one response of a no-op server stream (bytes in, bytes out, no protobuf, no broker), on a
+grpc.aio server and, for the unary call, on a sync grpc.server with a thread pool. What the
+broker's RPCs cost above these figures is ours.
+
 The connections phase (target: 1,000 clients with ≤ 200 MB broker RSS) opens N gRPC channels from a
 few client processes, each channel its own TCP connection doing what a real client does on start:
 Heartbeat, QueryRoute, then a Telemetry stream with its settings, kept open. Printed: the broker's
@@ -25,6 +32,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 from multiprocessing.connection import Connection
@@ -252,10 +260,95 @@ def _connections(address: str, pid: int, total: int, processes: int = 4) -> dict
             "connections_broker_sockets": float(sockets)}
 
 
-def run(messages: int = 20_000, inflight: int = 32, batch: int = 32, connections: int = 1000,
-        only_connections: bool = False) -> dict[str, float]:
-    logging.basicConfig(level=logging.WARNING)
+def _ident(b: bytes) -> bytes:
+    return b
+
+
+def _floor_server(kind: str, conn: Connection) -> None:
+    import grpc
+
+    async def noop(_req: bytes, _ctx: Any) -> bytes:
+        return b""
+
+    async def stream(_req: bytes, _ctx: Any) -> Any:
+        for _ in range(32):
+            yield BODY
+
+    def sync_noop(_req: bytes, _ctx: Any) -> bytes:
+        return b""
+
+    if kind == "sync":
+        from concurrent.futures import ThreadPoolExecutor
+
+        handlers = {"Unary": grpc.unary_unary_rpc_method_handler(sync_noop, _ident, _ident)}
+        server = grpc.server(ThreadPoolExecutor(8), options=[("grpc.so_reuseport", 0)])
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("floor.S", handlers),))
+        conn.send(server.add_insecure_port("127.0.0.1:0"))
+        server.start()
+        conn.recv()
+        server.stop(0)
+        return
+
+    async def main() -> None:
+        handlers = {"Unary": grpc.unary_unary_rpc_method_handler(noop, _ident, _ident),
+                    "Stream": grpc.unary_stream_rpc_method_handler(stream, _ident, _ident)}
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("floor.S", handlers),))
+        conn.send(server.add_insecure_port("127.0.0.1:0"))
+        await server.start()
+        await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+        await server.stop(0)
+
+    asyncio.run(main())
+
+
+async def _floor_drive(port: int, method: str, calls: int, inflight: int) -> None:
+    import grpc
+
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        left = calls
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                if method == "Unary":
+                    await channel.unary_unary("/floor.S/Unary", _ident, _ident)(b"")
+                else:
+                    async for _ in channel.unary_stream("/floor.S/Stream", _ident, _ident)(b""):
+                        pass
+        await asyncio.gather(*(worker() for _ in range(inflight)))
+
+
+def _floor(calls: int = 10_000) -> dict[str, float]:
+    """grpcio's own server CPU: per no-op unary call (aio and sync) and per streamed response."""
+    ctx = multiprocessing.get_context("spawn")
     figures: dict[str, float] = {}
+    for kind, method, n, per in (("aio", "Unary", calls, 1), ("sync", "Unary", calls, 1),
+                                 ("aio", "Stream", calls // 32, 32)):
+        samples = []
+        for _ in range(3):
+            here, there = ctx.Pipe()
+            proc = ctx.Process(target=_floor_server, args=(kind, there), daemon=True)
+            proc.start()
+            port = here.recv()
+            asyncio.run(_floor_drive(port, method, n // 10, 32 if per == 1 else 8))  # warm
+            cpu0 = _process_cpu(proc.pid or 0)
+            asyncio.run(_floor_drive(port, method, n, 32 if per == 1 else 8))
+            samples.append((_process_cpu(proc.pid or 0) - cpu0) / (n * per) * 1e6)
+            here.send(None)
+            proc.join(30)
+        what = "per no-op unary call" if per == 1 else "per streamed response"
+        print(f"  grpcio floor, {kind} server {what}: best {min(samples):.1f} us, "
+              f"median {statistics.median(samples):.1f} us")
+        figures[f"floor_{kind}_{method.lower()}_us"] = statistics.median(samples)
+    return figures
+
+
+def run(messages: int = 20_000, inflight: int = 32, batch: int = 32, connections: int = 1000,
+        only_connections: bool = False, floor: bool = True) -> dict[str, float]:
+    logging.basicConfig(level=logging.WARNING)
+    figures: dict[str, float] = _floor() if floor else {}
     with child_server(_servers_main, prefix="rocketq-bench-grpc-") as ((address, pid), _):
         if connections:  # first: the RSS of a broker that has served no traffic yet
             figures |= _connections(address, pid, connections)
@@ -271,9 +364,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--connections", type=int, default=1000, help="0: no connections phase")
     ap.add_argument("--only-connections", action="store_true")
+    ap.add_argument("--floor", action="store_true", help="only grpcio's own cost (no broker)")
     args = ap.parse_args(argv)
+    if args.floor:
+        _floor()
+        return 0
     print(f"bench_grpc: python {sys.version.split()[0]}, cpus={os.cpu_count()}, load {os.getloadavg()}")
-    run(args.messages, args.inflight, args.batch, args.connections, args.only_connections)
+    run(args.messages, args.inflight, args.batch, args.connections, args.only_connections, floor=False)
     return 0
 
 
