@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 import pytest
-from tests.harness import SMALL_STORE, AdminRun, Server, namesrv_and_brokers, unique_name
+from tests.harness import SMALL_STORE, AdminRun, Server, eventually, namesrv_and_brokers, unique_name
 from tests.integration.test_grpc_python5 import py5
 
 from rocketq.broker.grpc.protocol import load
@@ -44,6 +44,8 @@ def grpc_of(server: Server) -> str:
 def _topic(admin: AdminRun, prefix: str) -> str:
     topic = unique_name(prefix)
     admin.json("updateTopic", "-t", topic, "-c", CLUSTER, "-r", "2", "-w", "2")
+    # the brokers register the topic with the name server on their own: wait for both in its route
+    eventually(lambda: len(admin.json("topicRoute", "-t", topic)["brokerDatas"]) == 2 or None, timeout=30)
     return topic
 
 
