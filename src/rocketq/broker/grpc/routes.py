@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rocketq.codec.bodies import KVTable, TopicRouteData
 from rocketq.codec.codes import RequestCode, ResponseCode
@@ -39,6 +39,7 @@ ROUTE_TTL = 10.0  # seconds a name server route is reused: a new broker shows wi
 ADDRESS_TTL = 60.0  # seconds a broker's gRPC address is reused (it changes only on restart)
 MISS_TTL = 5.0  # seconds a broker without a gRPC address (or unreachable) is not asked again
 FETCH_TIMEOUT = 3.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +54,41 @@ class RemoteQueues:
     perm: int
 
 
+class _Cache(Generic[T]):
+    """Values by key for a while (a miss, None, for MISS_TTL), one fetch per key in flight:
+    concurrent callers share its result."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[float, T | None]] = {}
+        self._inflight: dict[str, asyncio.Future[T | None]] = {}
+
+    async def get(self, key: str, fetch: Callable[[], Awaitable[T | None]], ttl: float) -> T | None:
+        cached = self._values.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        pending = self._inflight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[T | None] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            value = await fetch()
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: a failure nobody else waited for is not logged as unhandled
+            raise
+        finally:
+            del self._inflight[key]
+        fut.set_result(value)
+        self._values[key] = (time.monotonic() + (ttl if value is not None else MISS_TTL), value)
+        return value
+
+
 class ClusterRoutes:
     def __init__(self, controller: BrokerController) -> None:
         self._ctl = controller
-        self._routes: dict[str, tuple[float, TopicRouteData | None]] = {}
-        self._addresses: dict[str, tuple[float, str | None]] = {}
-        self._inflight: dict[str, asyncio.Future[object]] = {}
+        self._routes: _Cache[TopicRouteData] = _Cache()
+        self._addresses: _Cache[str] = _Cache()
 
     async def others(self, topic: str) -> list[RemoteQueues]:
         """The other broker groups' queues of `topic` (empty when the name server is not reachable:
@@ -81,45 +111,11 @@ class ClusterRoutes:
                                     q.perm))
         return out
 
-    def forget(self, topic: str) -> None:
-        self._routes.pop(topic, None)
-
     async def _route(self, topic: str) -> TopicRouteData | None:
-        cached = self._routes.get(topic)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
-        route = await self._once(f"route:{topic}", lambda: self._fetch_route(topic))
-        assert route is None or isinstance(route, TopicRouteData)
-        ttl = ROUTE_TTL if route is not None else MISS_TTL
-        self._routes[topic] = (time.monotonic() + ttl, route)
-        return route
+        return await self._routes.get(topic, lambda: self._fetch_route(topic), ROUTE_TTL)
 
     async def _grpc_address(self, broker_addr: str) -> str | None:
-        cached = self._addresses.get(broker_addr)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
-        addr = await self._once(f"addr:{broker_addr}", lambda: self._fetch_address(broker_addr))
-        assert addr is None or isinstance(addr, str)
-        self._addresses[broker_addr] = (time.monotonic() + (ADDRESS_TTL if addr else MISS_TTL), addr)
-        return addr
-
-    async def _once(self, key: str, fetch: Callable[[], Awaitable[object]]) -> object:
-        """One fetch per key at a time: concurrent callers share its result."""
-        pending = self._inflight.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        fut: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
-        try:
-            result = await fetch()
-            fut.set_result(result)
-            return result
-        except BaseException as exc:
-            fut.set_exception(exc)
-            fut.exception()  # retrieved: a caller-less failure is not logged as unhandled
-            raise
-        finally:
-            del self._inflight[key]
+        return await self._addresses.get(broker_addr, lambda: self._fetch_address(broker_addr), ADDRESS_TTL)
 
     async def _fetch_route(self, topic: str) -> TopicRouteData | None:
         request = RemotingCommand.request(
