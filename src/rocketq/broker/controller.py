@@ -192,18 +192,22 @@ class BrokerController:
             raise RuntimeError(f"the message store under {root} failed to load")
         await self.store.start()
         self._build_schedule_service()
-        if (self.store_config.timer_wheel_enable and not self.broker_config.is_slave
-                and not self.broker_config.enable_controller_mode):
+        controller_mode = self.broker_config.enable_controller_mode
+        if self.store_config.timer_wheel_enable and (controller_mode or not self.broker_config.is_slave):
             # The master alone delivers timers: a slave keeps the master's timer topic as data.
-            # (Controller mode decides the role later; timers are not served there yet, as pop.)
+            # In controller mode the role comes later: the wheel files timers from the start and
+            # delivers once this broker is master (ReplicasManager).
             self.timer_service = TimerService(self)
+            self.timer_service.delivering = not controller_mode
             await asyncio.to_thread(self.timer_service.load)
         self.replication = Replication(self)
         await self.replication.start()
-        if not self.broker_config.is_slave and not self.broker_config.enable_controller_mode:
-            # pop writes checkpoints and revives: the master's work (controller mode: at promotion)
+        if controller_mode or not self.broker_config.is_slave:
+            # pop writes checkpoints and revives: the master's work (controller mode: it starts at
+            # each promotion; built now so that its processors are registered)
             self.pop_service = PopService(self)
-            await self.pop_service.start()
+            if not controller_mode:
+                await self.pop_service.start()
         if self.broker_config.enable_controller_mode:
             from rocketq.broker.ha.controller_mode import ReplicasManager
 

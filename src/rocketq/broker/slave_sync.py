@@ -18,6 +18,7 @@ from rocketq.broker.offset_manager import decode_offset_table
 from rocketq.codec.bodies import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
 from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
+from rocketq.codec.timer import CheckpointValues
 from rocketq.errors import RocketQError
 
 if TYPE_CHECKING:
@@ -46,8 +47,11 @@ class SlaveSynchronize:
     async def sync_all(self) -> None:
         if not self.master_addr or self.master_addr == self._ctl.address:
             return
-        for step in (self.sync_topic_config, self.sync_consumer_offset, self.sync_delay_offset,
-                     self.sync_subscription_group_config):
+        steps = [self.sync_topic_config, self.sync_consumer_offset, self.sync_delay_offset,
+                 self.sync_subscription_group_config]
+        if self._ctl.timer_service is not None:  # controller mode: the slave's wheel files timers
+            steps.append(self.sync_timer_check_point)
+        for step in steps:
             try:
                 await step()
             except (RocketQError, OSError, ValueError, TypeError) as exc:
@@ -87,3 +91,12 @@ class SlaveSynchronize:
             return
         sm.replace_all(wrapper)
         log.info("update slave subscription group config from master, %s", self.master_addr)
+
+    async def sync_timer_check_point(self) -> None:
+        """RocketMQ 5's syncTimerCheckPoint: the master's timer read time, which the slave's wheel
+        follows while it does not deliver."""
+        timer = self._ctl.timer_service
+        if timer is None:
+            return
+        values = CheckpointValues.decode(await self._get(RequestCode.GET_TIMER_CHECK_POINT))
+        timer.follow_master(values.last_read_time_ms)

@@ -132,6 +132,19 @@ class TimerService:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        # Java's shouldRunningDequeue: a broker in controller mode files timers while it is a
+        # slave (so that, promoted, its wheel holds them) and delivers only while it is master.
+        self.delivering = True
+
+    def set_delivering(self, on: bool) -> None:
+        self.delivering = on
+        self._wake.set()
+
+    def follow_master(self, last_read_time_ms: int) -> None:
+        """A slave's wheel keeps pace with the master's deliveries (its GET_TIMER_CHECK_POINT),
+        so that once promoted it delivers what the master had not, not everything again."""
+        if not self.delivering:
+            self.store.follow_read_time(last_read_time_ms)
 
     def load(self) -> None:
         self.store.load()
@@ -198,7 +211,7 @@ class TimerService:
             before = (ts.read_time_ms, ts.slot_done)
             try:
                 filed = ts.enqueue(CHUNK, now)
-                handled = ts.dequeue(CHUNK, now)
+                handled = ts.dequeue(CHUNK, now) if self.delivering else 0
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -208,11 +221,11 @@ class TimerService:
             if filed or handled:
                 await asyncio.sleep(0)
                 continue
-            if ts.is_due(now):
+            if ts.is_due(now) and self.delivering:
                 # Stepped over a long run of empty slots (go on), or a re-put was refused (wait).
                 await asyncio.sleep(0 if (ts.read_time_ms, ts.slot_done) != before else RETRY_PAUSE)
                 continue
-            due = ts.next_due_ms(now)
+            due = ts.next_due_ms(now) if self.delivering else None
             pause = 1.0 if due is None else max(0.0, min(1.0, (due - now) / 1000))
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(pause):

@@ -95,6 +95,24 @@ def test_a_late_message_goes_out_with_the_slot_being_read(
     assert [m.body for m in delivered(store)] == [b"late"]
 
 
+def test_a_slave_following_the_masters_read_time_delivers_only_what_is_left(
+        store: MessageStore, timer_store: Callable[..., TimerMessageStore]) -> None:
+    """Controller mode: a slave's wheel files timers without delivering and skips what the master
+    delivered already; promoted, it delivers the rest once, and a restart keeps the followed time."""
+    ts = timer_store(store)
+    for out, body in ((T0 + 100, b"gone1"), (T0 + 200, b"gone2"), (T0 + 500, b"left")):
+        put_timer(store, out, body)
+    assert ts.enqueue(now_ms=T0) == 3 and ts.progress().pending == 3
+    ts.follow_read_time(T0 + 300)  # the master read past the first two
+    ts.follow_read_time(T0 + 100)  # an older answer does not move it back
+    assert ts.read_time_ms == T0 + 300 and ts.progress().pending == 1
+    ts = timer_store(store, now=T0 + 400)
+    assert ts.read_time_ms == T0 + 300
+    assert ts.next_due_ms(T0 + 400) == T0 + 600
+    assert ts.dequeue(now_ms=T0 + 1000) == 1
+    assert [m.body for m in delivered(store)] == [b"left"]
+
+
 def test_a_recall_in_the_same_slot_drops_the_message(
         store: MessageStore, timer_store: Callable[..., TimerMessageStore]) -> None:
     ts = timer_store(store)

@@ -8,8 +8,10 @@ offset) and asks who is master (GET_REPLICA_INFO). When nobody is, it asks to be
 (ELECT_MASTER). Then it switches role when the answer changed:
 
 * master: cut a partial record off the tail, append (epoch, max offset) to the epoch file, take
-  writes, run the delay-level and transaction-check services, register as brokerId 0;
-* slave: refuse writes, drop its own slaves, compare its epoch file with the new master's
+  writes, run the delay-level and transaction-check services, pop (revive) and timer delivery,
+  register as brokerId 0;
+* slave: refuse writes, stop those services (the timer wheel keeps filing, following the
+  master's read time), drop its own slaves, compare its epoch file with the new master's
   (GET_BROKER_EPOCH_CACHE) and cut its log where they part (an old master's unreplicated tail),
   then replicate from the master's HA address and register with its own brokerId.
 
@@ -223,14 +225,32 @@ class ReplicasManager:
         self._set_identity(0, self.master_role)
         self.role, self.master_id, self.master_epoch = "MASTER", self.broker_id, epoch
         self.master_addr = ctl.address
-        if ctl.schedule_service is not None:
-            await ctl.schedule_service.start()
-        await ctl.transaction_check_service.start()
+        await self._master_services(True)
         # Java's controller-mode master registers with stateVersion = its epoch: a name server
         # still holding the old master as id 0 takes the newer epoch's registration over it
         ctl.topic_manager._state_version = epoch
         ctl.topic_manager.next_version()
         await ctl.register_broker_all()
+
+    async def _master_services(self, on: bool) -> None:
+        """What only a master runs (Java's changeSpecialServiceStatus): the delay levels, the
+        transaction check, pop (its checkpoints and revive) and timer delivery. A slave's wheel
+        still files timers, and its pop view is rebuilt from the revive topic at promotion."""
+        ctl = self._ctl
+        if ctl.timer_service is not None:
+            ctl.timer_service.set_delivering(on)
+        if on:
+            if ctl.schedule_service is not None:
+                await ctl.schedule_service.start()
+            await ctl.transaction_check_service.start()
+            if ctl.pop_service is not None:
+                await ctl.pop_service.start()
+            return
+        if ctl.pop_service is not None:
+            await ctl.pop_service.shutdown()
+        if ctl.schedule_service is not None:
+            await ctl.schedule_service.shutdown()
+        await ctl.transaction_check_service.shutdown()
 
     async def change_to_slave(self, master_id: int, master_addr: str, ha_addr: str, epoch: int) -> None:
         ctl = self._ctl
@@ -241,9 +261,7 @@ class ReplicasManager:
         await ctl.replication.become_slave()
         self._set_identity(self.broker_id, "SLAVE")
         if was_master or self.role == "":
-            if ctl.schedule_service is not None:
-                await ctl.schedule_service.shutdown()
-            await ctl.transaction_check_service.shutdown()
+            await self._master_services(False)
         self.role = "SLAVE"  # the role is known even if the truncation below must wait a round
         self.master_epoch, self.master_addr, self.master_id = -1, "", master_id
         await self._truncate_to_master(master_addr)

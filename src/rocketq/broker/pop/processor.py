@@ -44,6 +44,16 @@ class PopProcessors:
 
     # -- shared checks -------------------------------------------------------------------------------
 
+    def _check_serving(self, request: RemotingCommand) -> RemotingCommand | None:
+        """Pop writes checkpoints and acks: only a master does (a broker in controller mode is
+        built with pop and serves it while the controllers have it master)."""
+        if self.service.serving:
+            return None
+        return request.make_response(
+            ResponseCode.SERVICE_NOT_AVAILABLE,
+            f"the broker[{self._ctl.broker_config.broker_ip1}] is not a master: pop is served by the master",
+        )
+
     def _check_read(
         self,
         request: RemotingCommand,
@@ -124,7 +134,7 @@ class PopProcessors:
     # -- POP_MESSAGE ---------------------------------------------------------------------------------
 
     def pop(self, request: RemotingCommand, channel: Any) -> Any:
-        return self._pop(request, channel, True)
+        return self._check_serving(request) or self._pop(request, channel, True)
 
     def _pop(
         self, request: RemotingCommand, channel: Any, allow_suspend: bool, poll_ms: int | None = None
@@ -227,6 +237,8 @@ class PopProcessors:
             return request.make_response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
 
     def ack(self, request: RemotingCommand, channel: Any) -> Any:
+        if refused := self._check_serving(request):
+            return refused
         h = AckMessageRequestHeader.from_ext(request.ext_fields)
         info = self._handle(request, h)
         if isinstance(info, RemotingCommand):
@@ -235,6 +247,8 @@ class PopProcessors:
         return self._flushed(request.make_response(ResponseCode.SUCCESS), target)
 
     def batch_ack(self, request: RemotingCommand, channel: Any) -> Any:
+        if refused := self._check_serving(request):
+            return refused
         # Java answers NO_MESSAGE bare here; the remark says why (every refusal of ours carries one).
         if not request.body:
             return request.make_response(ResponseCode.NO_MESSAGE, "the batch ack has no body")
@@ -250,6 +264,8 @@ class PopProcessors:
     # -- CHANGE_MESSAGE_INVISIBLETIME -----------------------------------------------------------------
 
     def change_invisible_time(self, request: RemotingCommand, channel: Any) -> Any:
+        if refused := self._check_serving(request):
+            return refused
         h = ChangeInvisibleTimeRequestHeader.from_ext(request.ext_fields)
         info = self._handle(request, h)
         if isinstance(info, RemotingCommand):

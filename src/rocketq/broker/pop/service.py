@@ -142,6 +142,7 @@ class PopService:
         self.request_mode = MessageRequestModeManager(controller)
         self.assignment = QueryAssignmentProcessor(controller, self.request_mode)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.serving = False  # started: this broker is the master writing checkpoints and reviving
 
     # -- identity and lifecycle --------------------------------------------------------------------
 
@@ -162,7 +163,13 @@ class PopService:
             self._retry_topics[retry_topic] = (parse_normal_topic(topic, group), group)
 
     async def start(self) -> None:
+        """Serve pop and revive (at start on a master; at each promotion in controller mode, so
+        the checkpoint view is rebuilt from the revive topic the slave replicated)."""
+        if self.serving:
+            return
         self._loop = asyncio.get_running_loop()
+        self.checkpoints = CheckpointTable()
+        self.order = OrderInfoTable()
         from rocketq.broker.topic_manager import PERM_READ, PERM_WRITE, new_topic_config
 
         n = self.revive_queue_num
@@ -172,8 +179,11 @@ class PopService:
         self.request_mode.load()
         self.revive.replay()
         self.revive.start()
+        self.serving = True
 
     async def shutdown(self) -> None:
+        """Stop serving (a broker stopping, or demoted to slave: it may start again)."""
+        self.serving = False
         self.polling.shutdown()
         await self.revive.shutdown()
         await self.request_mode.flush()

@@ -326,6 +326,20 @@ class TimerMessageStore:
                 break
         return handled
 
+    def follow_read_time(self, time_ms: int) -> None:
+        """Move the read time forward to ``time_ms`` without delivering (a slave following its
+        master's progress, Java's syncLastReadTimeMs); the slots passed count as delivered."""
+        target = self._floor(time_ms)
+        if target <= self.read_time_ms:
+            return
+        self.read_time_ms = target
+        self.slot_done = 0
+        self._slot_cache = None
+        self._deletes = set()
+        self._rebuild_occupied()
+        self.pending = max(0, self.wheel.pending_from(self.read_time_ms))
+        self.checkpoint.save_read(self.read_time_ms, 0)
+
     def _next_slot(self) -> None:
         self._occupied[self.read_time_ms // self.precision_ms % (self.slots_total * 2)] = False
         self.read_time_ms += self.precision_ms
