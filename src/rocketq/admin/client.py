@@ -21,6 +21,7 @@ from typing import Any
 
 from rocketq.admin.acl import AclAdmin, AuthAdmin
 from rocketq.admin.brokers import BrokerAdmin
+from rocketq.admin.controllers import ControllerAdmin
 from rocketq.admin.groups import GroupAdmin
 from rocketq.admin.messages import MessageAdmin
 from rocketq.admin.topics import TopicAdmin
@@ -38,7 +39,8 @@ NOT_CONSUME_YET = "NOT_CONSUME_YET"
 UNKNOWN = "UNKNOWN"
 
 
-class AdminClient(TopicAdmin, GroupAdmin, MessageAdmin, BrokerAdmin, TraceAdmin, AclAdmin, AuthAdmin):
+class AdminClient(TopicAdmin, GroupAdmin, MessageAdmin, BrokerAdmin, TraceAdmin, AclAdmin, AuthAdmin,
+                  ControllerAdmin):
     """Every admin operation, over one connection per server (made on first use).
 
     ``AdminClient(namesrv_addr=None, *, timeout=5.0)``: ``namesrv_addr`` is ``"host:port;host:port"``

@@ -21,11 +21,17 @@ from typing import Any
 
 import orjson
 
-from rocketq.codec.codes import RequestCode
+from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.controller.heartbeats import Heartbeats
 from rocketq.controller.raft import ControllerRaft
-from rocketq.controller.state import INVALID_REQUEST, NOT_LEADER, Result
+from rocketq.controller.state import (
+    INVALID_CLEAN_BROKER_METADATA,
+    INVALID_REQUEST,
+    NOT_LEADER,
+    ReplicasInfo,
+    Result,
+)
 from rocketq.remoting import RemotingServer
 
 __all__ = ["ControllerServer"]
@@ -81,6 +87,8 @@ class ControllerServer:
             RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: self.get_sync_state_data,
             RequestCode.BROKER_HEARTBEAT: self.broker_heartbeat,
             RequestCode.CLEAN_BROKER_DATA: self.clean_broker_data,
+            RequestCode.GET_CONTROLLER_CONFIG: self.get_controller_config,
+            RequestCode.UPDATE_CONTROLLER_CONFIG: self.update_controller_config,
         }
         for code, handler in handlers.items():
             server.register_processor(code, handler)
@@ -104,6 +112,12 @@ class ControllerServer:
             self.raft = None
         if self._own_server:
             await self.server.stop()
+
+    def metric_families(self) -> list[Any]:
+        """The Prometheus series (controller/metrics.py), for whichever endpoint serves them."""
+        from rocketq.controller.metrics import metric_families  # prometheus_client: the metrics extra
+
+        return metric_families(self)
 
     # -- the leader's scan ------------------------------------------------------------------------
 
@@ -244,7 +258,12 @@ class ControllerServer:
                                      "live": live, "unclean": self.unclean_elect})
         v = result.values
         ext = _ext(v, *_MASTER_KEYS)
-        body = orjson.dumps({"syncStateSet": v["syncStateSet"]}) if "syncStateSet" in v else b""
+        body = b""
+        if "syncStateSet" in v:  # Java's ElectMasterResponseBody: the group's members and the set
+            with raft.lock:
+                g = raft.state.group(name)
+                members = _member_group(g) if g is not None else None
+            body = orjson.dumps({"brokerMemberGroup": members, "syncStateSet": v["syncStateSet"]})
         return self._answer(request, result, ext, body)
 
     async def alter_sync_state_set(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
@@ -282,7 +301,7 @@ class ControllerServer:
                 if g is None:
                     continue
                 alive = self.heartbeats.alive(g, now)
-                members = [{"brokerId": b, "brokerAddress": a, "alive": b in alive}
+                members = [{"brokerName": name, "brokerId": b, "brokerAddress": a, "alive": b in alive}
                            for b, a in sorted(g.brokers.items())]
                 in_sync = g.sync_state_set
                 table[name] = {"masterBrokerId": g.master, "masterAddress": g.brokers.get(g.master, "")
@@ -305,10 +324,74 @@ class ControllerServer:
         return None if request.is_oneway else request.make_response(0)
 
     async def clean_broker_data(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """CLEAN_BROKER_DATA (mqadmin cleanBrokerMetadata): forget a group, or some of its
+        members; without isCleanLivingBroker, refused while they are alive (as Java's)."""
         raft = self._leader()
         if raft is None:
             return self._not_leader(request)
         f = request.fields() or {}
-        ids = [int(x) for x in (f.get("brokerControllerIdsToClean") or "").split(";") if x.strip()]
-        result = await raft.propose({"op": "clean", "brokerName": f.get("brokerName", ""), "brokerIds": ids})
+        name = f.get("brokerName", "")
+        try:
+            ids = [int(x) for x in (f.get("brokerControllerIdsToClean") or "").split(";") if x.strip()]
+        except ValueError as exc:
+            remark = f"Please set the option <brokerControllerIdsToClean> according to the format: {exc}"
+            return self._answer(request, Result(INVALID_CLEAN_BROKER_METADATA, remark))
+        if (f.get("isCleanLivingBroker") or "false").lower() != "true":
+            with raft.lock:
+                g = raft.state.group(name)
+                alive = self.heartbeats.alive(g, _now_ms()) if g is not None else set()
+                refused = None
+                if g is not None and not ids and g.master is not None:
+                    refused = f"Broker {name} is still alive, clean up failure"
+                for b in ids:
+                    if b in alive:
+                        refused = f"Broker [{name}, {b}] is still alive, clean up failure"
+            if refused:
+                return self._answer(request, Result(INVALID_CLEAN_BROKER_METADATA, refused))
+        result = await raft.propose({"op": "clean", "brokerName": name, "brokerIds": ids})
         return self._answer(request, result)
+
+    # -- this controller's own settings (mqadmin getControllerConfig / updateControllerConfig) ----
+
+    def config(self) -> dict[str, str]:
+        """This controller's settings under Java's ControllerConfig names where it has one."""
+        return {"controllerAddr": self.address, "controllerPeers": ";".join(self.peers),
+                "controllerStorePath": self.data_dir or "", "controllerType": "pysyncobj-raft",
+                "enableElectUncleanMaster": str(self.unclean_elect).lower(),
+                "scanNotActiveBrokerInterval": str(int(SCAN_INTERVAL * 1000))}
+
+    def get_controller_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """GET_CONTROLLER_CONFIG: properties text, as Java's (any controller answers, leader or not)."""
+        body = "".join(f"{k}={v}\n" for k, v in self.config().items()).encode()
+        return request.make_response(0, None, {}, body)
+
+    def update_controller_config(self, request: RemotingCommand, channel: Any) -> RemotingCommand:
+        """UPDATE_CONTROLLER_CONFIG: the keys that apply at once on this controller (each controller
+        is sent its own); others are refused (NO_PERMISSION, as Java's for a key it will not
+        change) and nothing is changed."""
+        props: dict[str, str] = {}
+        for line in (request.body_bytes() or b"").decode("utf-8", "replace").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() and not key.lstrip().startswith("#"):
+                props[key.strip()] = value.strip()
+        fixed = sorted(set(props) - set(_UPDATABLE))
+        if fixed:
+            remark = f"Can not update config {', '.join(fixed)} at runtime (only {', '.join(_UPDATABLE)})"
+            return request.make_response(ResponseCode.NO_PERMISSION, remark)
+        unclean = props.get("enableElectUncleanMaster")
+        if unclean is not None:
+            if unclean.lower() not in ("true", "false"):
+                return request.make_response(INVALID_REQUEST,
+                                             f"enableElectUncleanMaster={unclean} is not true or false")
+            self.unclean_elect = unclean.lower() == "true"
+        log.info("controller config updated: %s", props)
+        return request.make_response(0)
+
+
+_UPDATABLE = ("enableElectUncleanMaster",)
+
+
+def _member_group(g: ReplicasInfo) -> dict[str, Any]:
+    """Java's BrokerMemberGroup."""
+    return {"cluster": g.cluster, "brokerName": g.broker_name,
+            "brokerAddrs": {str(b): a for b, a in sorted(g.brokers.items())}}

@@ -26,6 +26,7 @@ INVALID_REQUEST = 2005
 BROKER_NOT_ALIVE = 2006
 NOT_LEADER = 2007
 BROKER_METADATA_NOT_EXIST = 2008
+INVALID_CLEAN_BROKER_METADATA = 2009
 BROKER_NEED_TO_BE_REGISTERED = 2010
 MASTER_STILL_EXIST = 2011
 ELECT_MASTER_FAILED = 2012
@@ -236,7 +237,7 @@ class ControllerState:
         name = c["brokerName"]
         g = self.groups.get(name)
         if g is None:
-            return Result(BROKER_METADATA_NOT_EXIST, f"broker group {name} is not known")
+            return Result(INVALID_CLEAN_BROKER_METADATA, f"Broker {name} is not known: nothing to clean")
         ids = c.get("brokerIds")
         if not ids:
             del self.groups[name]

@@ -19,6 +19,7 @@ import orjson
 from rich.console import Console
 
 from rocketq.cli.admin import acl, cluster, group, maintenance, message, namesrv, queue, timer, topic, trace
+from rocketq.cli.admin import controller as controller_commands
 from rocketq.cli.admin._common import Handler, Result
 from rocketq.cli.credentials import session_credentials
 from rocketq.cli.errors import CliError, UsageError
@@ -35,7 +36,8 @@ from rocketq.errors import (
 
 __all__ = ["add_command", "run"]
 
-FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv, trace, acl, timer)
+FAMILIES = (topic, group, message, queue, cluster, maintenance, namesrv, trace, acl, timer,
+            controller_commands)
 DEFAULT_TIMEOUT = 5.0
 # Wide enough for offset tables when stdout is a pipe or a file (rich would assume 80 columns).
 PIPE_WIDTH = 200
@@ -121,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     handler: Handler = args.admin_handler
     name = args.admin_command
     namesrv_addr = args.namesrv_addr or os.environ.get("NAMESRV_ADDR")
+    # the controller commands talk to the controllers (-a) and need no name server for that
+    namesrv_addr = namesrv_addr or getattr(args, "controller_addr", None)
 
     credentials = session_credentials(args.acl_access_key, args.acl_secret_key)
 
