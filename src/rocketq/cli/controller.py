@@ -40,6 +40,9 @@ def add_command(commands: Any) -> None:
     sub.add_argument("--unclean-elect", action="store_true",
                      help="enableElectUncleanMaster: elect a replica outside the SyncStateSet when none "
                      "is in it")
+    sub.add_argument("--metrics-port", type=int, default=-1, metavar="PORT",
+                     help="serve Prometheus metrics on this port (0: a free one; default off); the READY "
+                     "line then ends with metrics=HOST:PORT")
     sub.add_argument("--log-level", default="INFO", type=str.upper,
                      choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     sub.set_defaults(handler=_handle)
@@ -50,11 +53,11 @@ def _handle(args: argparse.Namespace) -> int:
     if peers and args.listen not in peers:
         peers.append(args.listen)
     return asyncio.run(_serve(args.listen, peers, args.data_dir, args.heartbeat_timeout_ms,
-                              args.unclean_elect))
+                              args.unclean_elect, args.metrics_port))
 
 
 async def _serve(listen: str, peers: list[str], data_dir: str | None, timeout_ms: int | None,
-                 unclean: bool) -> int:
+                 unclean: bool, metrics_port: int = -1) -> int:
     # imported here: pysyncobj is the controller extra's, other commands must not need it
     from rocketq.controller.server import ControllerServer
 
@@ -65,10 +68,20 @@ async def _serve(listen: str, peers: list[str], data_dir: str | None, timeout_ms
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     await ctl.start()
+    metrics = None
     try:
-        print(f"READY controller={listen}", flush=True)
+        ready = f"READY controller={listen}"
+        if metrics_port >= 0:
+            from rocketq.controller.metrics import ControllerMetrics
+
+            metrics = ControllerMetrics(ctl)
+            await metrics.start(listen.rpartition(":")[0], metrics_port)
+            ready += f" metrics={metrics.address}"
+        print(ready, flush=True)
         await stop.wait()
     finally:
+        if metrics is not None:
+            await metrics.stop()
         await ctl.shutdown()
     print("controller stopped", file=sys.stderr)
     return 0
@@ -127,4 +140,5 @@ async def start_in_namesrv(plan: ServePlan, namesrv: Any, started: list[tuple[st
                            server=namesrv.remoting_server)
     await ctl.start()
     started.insert(0, ("controller", ctl))  # stopped after the name server whose port it shares
+    namesrv.controller = ctl  # its series on the name server's metrics endpoint
     return ctl

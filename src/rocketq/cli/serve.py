@@ -384,6 +384,8 @@ async def serve(plan: ServePlan, out: TextIO) -> int:
                 from rocketq.cli.controller import start_embedded
 
                 controller = await start_embedded(plan, started)
+                if namesrv_cls is not None:  # its series on the name server's metrics endpoint
+                    namesrv.controller = controller  # type: ignore[attr-defined]
                 broker_config = dataclasses.replace(broker_config, enable_controller_mode=True,
                                                     controller_addr=controller.address)
             make_broker = functools.partial(broker_cls, broker_config, plan.store, plan.broker_server,

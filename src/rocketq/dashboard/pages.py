@@ -16,6 +16,7 @@ from rocketq.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.codec.bodies import BrokerData, MessageQueue
 from rocketq.dashboard import manage
+from rocketq.dashboard.controllers import controller_section
 from rocketq.dashboard.render import (
     CHART_PATH,
     TPS_CHART_PATH,
@@ -98,9 +99,10 @@ async def cluster_page(admin: AdminClient) -> str:
                        for _, key in _RUNTIME_KEYS)])
     headers = ["cluster", "broker", "id", "address", "status", "role", "lag (B)",
                *(label for label, _ in _RUNTIME_KEYS)]
+    controllers = await controller_section(admin, brokers)  # empty unless in controller mode
     body = (
         f"<p>Name servers: {esc(';'.join(admin.namesrv_addrs))}</p>"
-        f"<h2>Brokers</h2>{table(headers, rows, table_id='brokers')}"
+        f"<h2>Brokers</h2>{table(headers, rows, table_id='brokers')}{controllers}"
         "<h2>TPS (10 s window)</h2>"
         + tps_chart("/api/cluster", [f"{b.broker_name} {k}" for b in brokers for k in ("put", "get")])
     )

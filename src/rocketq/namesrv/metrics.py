@@ -90,3 +90,6 @@ class _NamesrvCollector:
             g.add_metric(base, value)
             yield g
         yield from request_metric_families(self._m.requests, dict(zip(names, base, strict=True)))
+        controller = getattr(ctl, "controller", None)  # a controller in this process (docs/ha.md)
+        if controller is not None:
+            yield from controller.metric_families()

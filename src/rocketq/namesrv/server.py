@@ -54,6 +54,7 @@ class NamesrvController:
         self._wake_scan: asyncio.Event | None = None
         self._started_at = 0.0
         self.metrics: Any = None  # NamesrvMetrics while metricsPort >= 0
+        self.controller: Any = None  # a controller in this process: its series join the metrics
 
     def _build_acl(self) -> Any:
         """aclEnable: protected requests are checked before their processor (namesrv/acl.py)."""
