@@ -53,18 +53,21 @@ TIMER_DELAY_S = 10  # due well after the kill: the old master cannot have delive
 
 
 @contextlib.contextmanager
-def one_controller_group(tmp_path: Path) -> Iterator[dict[str, Server]]:
+def one_controller(tmp_path: Path) -> Iterator[dict[str, Server]]:
+    """{"c0", "ns"}; the test adds the members ("b0", "b1"). Stopped on exit."""
     started: dict[str, Server] = {}
     try:
         started["c0"] = start_controllers(tmp_path, 1)[0]
         started["ns"] = start_namesrv_server(tmp_path)
-        for i in range(2):
-            started[f"b{i}"] = start_controller_member(
-                tmp_path, GROUP, started["ns"].addr, [started["c0"]], i, *STORE)
         yield started
     finally:
         for server in reversed(list(started.values())):
             server.proc.stop()
+
+
+def member(tmp_path: Path, g: dict[str, Server], index: int) -> Server:
+    g[f"b{index}"] = start_controller_member(tmp_path, GROUP, g["ns"].addr, [g["c0"]], index, *STORE)
+    return g[f"b{index}"]
 
 
 async def master_and_set(client: RemotingClient, controller: str) -> tuple[str, int]:
@@ -84,10 +87,13 @@ async def replicated(client: RemotingClient, master: str) -> bool:
 
 
 async def test_promoted_broker_serves_pop_revives_and_delivers_timers(tmp_path: Path) -> None:
-    with one_controller_group(tmp_path) as g:
-        ctl, b0, b1 = g["c0"].addr, g["b0"], g["b1"]
+    with one_controller(tmp_path) as g:
+        ctl = g["c0"].addr
         async with RemotingClient() as client:
-            # b0 started first: the controller makes it master, b1 its in-sync slave
+            # the first member is elected master, the second joins its SyncStateSet
+            b0 = member(tmp_path, g, 0)
+            await wait_until(lambda: _is(master_and_set(client, ctl), (b0.addr, 1)), timeout=60)
+            b1 = member(tmp_path, g, 1)
             await wait_until(lambda: _is(master_and_set(client, ctl), (b0.addr, 2)), timeout=60)
             topic, timer_topic = unique_name("CtlPopT"), unique_name("CtlTimerT")
             cg = unique_name("CtlPopCG")

@@ -11,11 +11,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.process_collector import ProcessCollector
 
-from rocketq.remoting.http import HttpResponder
+from rocketq.remoting.http import MetricsEndpoint
 
 if TYPE_CHECKING:
     from rocketq.controller.server import ControllerServer
@@ -72,27 +70,8 @@ class _Collector:
         return metric_families(self._ctl)
 
 
-class ControllerMetrics:
+class ControllerMetrics(MetricsEndpoint):
     """The standalone controller's endpoint: its series and the process's."""
 
     def __init__(self, ctl: ControllerServer) -> None:
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Collector(ctl))
-        ProcessCollector(registry=self.registry)
-        self.endpoint: HttpResponder | None = None
-
-    @property
-    def address(self) -> str | None:
-        ep = self.endpoint
-        return ep.address if ep is not None and ep.is_serving else None
-
-    def render(self) -> tuple[bytes, str]:
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
-
-    async def start(self, host: str, port: int) -> None:
-        self.endpoint = HttpResponder({"/metrics": self.render}, host, port)
-        await self.endpoint.start()
-
-    async def stop(self) -> None:
-        if self.endpoint is not None:
-            await self.endpoint.stop()
+        super().__init__(_Collector(ctl))

@@ -11,11 +11,9 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.process_collector import ProcessCollector
 
-from rocketq.remoting.http import HttpResponder, RequestStats, request_metric_families
+from rocketq.remoting.http import MetricsEndpoint, RequestStats, request_metric_families
 
 if TYPE_CHECKING:
     from rocketq.namesrv.server import NamesrvController
@@ -25,38 +23,25 @@ __all__ = ["NamesrvMetrics"]
 log = logging.getLogger("rocketq.namesrv.metrics")
 
 
-class NamesrvMetrics:
+class NamesrvMetrics(MetricsEndpoint):
     """Owns the registry, the request observer and the HTTP endpoint of one name server."""
 
     def __init__(self, controller: NamesrvController) -> None:
         self._ctl = controller
         self.requests = RequestStats()
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_NamesrvCollector(self))
-        ProcessCollector(registry=self.registry)
-        self.endpoint: HttpResponder | None = None
-
-    @property
-    def address(self) -> str | None:
-        ep = self.endpoint
-        return ep.address if ep is not None and ep.is_serving else None
-
-    def render(self) -> tuple[bytes, str]:
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        super().__init__(_NamesrvCollector(self))
 
     async def start(self, host: str, port: int) -> None:
         setter = getattr(self._ctl.remoting_server, "set_request_observer", None)
         if setter is not None:
             setter(self.requests.observe)
-        self.endpoint = HttpResponder({"/metrics": self.render}, host, port)
-        await self.endpoint.start()
+        await super().start(host, port)
 
     async def stop(self) -> None:
         setter = getattr(self._ctl.remoting_server, "set_request_observer", None)
         if setter is not None:
             setter(None)
-        if self.endpoint is not None:
-            await self.endpoint.stop()
+        await super().stop()
 
 
 class _NamesrvCollector:

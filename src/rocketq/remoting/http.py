@@ -28,6 +28,7 @@ from rocketq.codec.codes import RequestCode, ResponseCode
 __all__ = [
     "RPC_LATENCY_BUCKETS_MS",
     "HttpResponder",
+    "MetricsEndpoint",
     "RequestObserver",
     "RequestStats",
     "Route",
@@ -360,6 +361,39 @@ def _code_label(enum_cls: Any, code: int) -> str:
         return str(enum_cls(code).name).lower()
     except ValueError:
         return str(code)
+
+
+class MetricsEndpoint:
+    """A Prometheus registry of ``collectors`` and the process's own series, served at /metrics
+    (prometheus_client is imported here, not at module import: only servers that export need it)."""
+
+    def __init__(self, *collectors: Any) -> None:
+        from prometheus_client import CollectorRegistry
+        from prometheus_client.process_collector import ProcessCollector
+
+        self.registry = CollectorRegistry(auto_describe=False)
+        for collector in collectors:
+            self.registry.register(collector)
+        ProcessCollector(registry=self.registry)
+        self.endpoint: HttpResponder | None = None
+
+    @property
+    def address(self) -> str | None:
+        ep = self.endpoint
+        return ep.address if ep is not None and ep.is_serving else None
+
+    def render(self) -> tuple[bytes, str]:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+    async def start(self, host: str, port: int) -> None:
+        self.endpoint = HttpResponder({"/metrics": self.render}, host, port)
+        await self.endpoint.start()
+
+    async def stop(self) -> None:
+        if self.endpoint is not None:
+            await self.endpoint.stop()
 
 
 def request_metric_families(stats: RequestStats, labels: Mapping[str, str]) -> list[Any]:

@@ -125,3 +125,24 @@ async def test_metric_families_report_leader_epoch_and_sets(ctl: ControllerServe
     assert v["rocketq_controller_replicas"] == {(ctl.address, "g"): 2}
     assert v["rocketq_controller_has_master"] == {(ctl.address, "g"): 1}
     assert v["rocketq_controller_alive_replicas"] == {(ctl.address, "g"): 2}
+
+
+async def test_standalone_endpoint_serves_the_series(ctl: ControllerServer) -> None:
+    """`rocketq controller --metrics-port`: the series and the process's, over HTTP."""
+    import asyncio
+    import urllib.request
+
+    from rocketq.controller.metrics import ControllerMetrics
+
+    metrics = ControllerMetrics(ctl)
+    await metrics.start("127.0.0.1", 0)
+    try:
+        def scrape() -> str:
+            with urllib.request.urlopen(f"http://{metrics.address}/metrics", timeout=10) as resp:
+                return str(resp.read().decode())
+
+        text = await asyncio.to_thread(scrape)
+    finally:
+        await metrics.stop()
+    assert f'rocketq_controller_is_leader{{controller="{ctl.address}"}} 1.0' in text
+    assert "process_cpu_seconds_total" in text
