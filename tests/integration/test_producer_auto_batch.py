@@ -15,6 +15,7 @@ from rocketq.admin import AdminClient
 from rocketq.aio import Producer
 from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.producer import SelectMessageQueueByHash
+from rocketq.client.producer.accumulator import Accumulator, Lane
 from rocketq.client.producer.kernel import SendEncoder
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -153,3 +154,52 @@ async def test_every_batched_message_is_traced_with_its_own_result(
 
             view = await wait_until(pub, timeout=60, interval=0.3)
             assert (view.topic, view.tags, view.offset_msg_id) == (topic, "T", r.offset_msg_id)
+
+
+async def test_a_sliding_window_pipelines_batches_and_every_caller_gets_its_own_result(
+        cluster: Cluster, batch_sizes: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # As the benchmark drives it: each answer starts the next send, so one queue's lane has
+    # several batches in flight at once; the results and the stored messages still match one to one.
+    most_in_flight = [0]
+    original = Accumulator.ready
+
+    def ready(self: Accumulator[Any], lane: Lane[Any]) -> list[list[Any]]:
+        out = original(self, lane)
+        most_in_flight[0] = max(most_in_flight[0], lane.inflight)
+        return out
+
+    monkeypatch.setattr(Accumulator, "ready", ready)
+    topic = unique_name("ABP")
+    n, window = 4000, 400
+    async with Producer(unique_name("PG"), namesrv_addr=cluster.namesrv) as p:
+        sizes = await routed(p, topic, batch_sizes)
+        results: dict[int, SendResult] = {}
+        futs: list[asyncio.Future[SendResult]] = []
+        done = asyncio.Event()
+
+        def start(i: int) -> None:
+            fut = p.send_async(Message(topic, b"w-%d" % i))
+            futs.append(fut)
+            fut.add_done_callback(lambda f, i=i: finished(i, f))
+
+        def finished(i: int, fut: asyncio.Future[SendResult]) -> None:
+            if fut.exception() is None:
+                results[i] = fut.result()
+            if len(futs) < n:
+                start(len(futs))
+            elif all(f.done() for f in futs):
+                done.set()
+
+        for i in range(window):
+            start(i)
+        async with asyncio.timeout(90):
+            await done.wait()
+        assert [f.exception() for f in futs if f.exception() is not None] == []
+        assert sizes and max(sizes) > 1, "nothing was batched"
+        assert most_in_flight[0] > 1, "never more than one request in flight to a queue"
+        assert len({r.msg_id for r in results.values()}) == n
+        assert len({(r.message_queue, r.queue_offset) for r in results.values()}) == n
+        stored = await read_back(p, list(results.values()))
+        for i, r in results.items():
+            m = stored[(r.message_queue, r.queue_offset)]
+            assert m.body == b"w-%d" % i and m.msg_id == r.msg_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rocketq.client.message import MessageQueue, SendResult, SendStatus
-from rocketq.client.producer.accumulator import Accumulator, check_limits
+from rocketq.client.producer.accumulator import MIN_PART, Accumulator, check_limits
 from rocketq.client.producer.auto_batch import split_result
 from rocketq.client.producer.config import ProducerConfig
 from rocketq.errors import InvalidArgument
@@ -115,3 +115,47 @@ def test_one_offset_id_for_the_whole_batch_is_given_to_every_message() -> None:
     batch = SendResult(SendStatus.SEND_OK, "U1,U2", mq, 7, "O", None, None, True)
     results = split_result(batch, ["U1", "U2"])
     assert [(r.msg_id, r.queue_offset, r.offset_msg_id) for r in results] == [("U1", 7, "O"), ("U2", 7, "O")]
+
+
+def test_a_pipelined_lane_sends_what_it_gathered_while_it_has_room() -> None:
+    acc: Accumulator[int] = Accumulator(max_bytes=10_000, total_max_bytes=100_000)
+    lane = acc.lane("q", limit=3)
+    acc.start(lane)
+    assert acc.ready(lane) == []  # nothing gathered
+    for i in range(10):
+        assert acc.offer(lane, i, 1) is None
+    assert acc.ready(lane) == [list(range(10))]  # too few to spread: one request
+    assert lane.inflight == 2 and acc.held == 0
+    assert acc.offer(lane, 10, 1) is None
+    assert acc.ready(lane) == [[10]]
+    assert lane.inflight == 3
+    assert acc.offer(lane, 11, 1) is None
+    assert acc.ready(lane) == []  # full: it waits for an answer (or the delay)
+    assert acc.held == 1
+    assert acc.done(lane) == [11]
+    assert lane.inflight == 3
+
+
+def test_a_pipelined_lane_spreads_many_gathered_items_over_its_free_requests() -> None:
+    acc: Accumulator[int] = Accumulator(max_bytes=10**9, total_max_bytes=10**9)
+    lane = acc.lane("q", limit=4)
+    acc.start(lane)
+    for i in range(MIN_PART * 3 + 5):
+        acc.offer(lane, i, 1)
+    parts = acc.ready(lane)
+    assert [len(p) for p in parts] == [MIN_PART + 2, MIN_PART + 2, MIN_PART + 1]
+    assert [x for p in parts for x in p] == list(range(MIN_PART * 3 + 5))  # in order, each once
+    assert lane.inflight == 4 and acc.held == 0
+    for _ in range(4):
+        assert acc.done(lane) is None
+    assert not lane.inflight and "q" not in acc.lanes
+
+
+def test_an_ordered_lane_has_one_request_in_flight() -> None:
+    acc: Accumulator[int] = Accumulator()
+    lane = acc.lane("q")
+    assert lane.limit == 1
+    acc.start(lane)
+    acc.offer(lane, 1, 1)
+    assert acc.ready(lane) == []
+    assert acc.done(lane) == [1]

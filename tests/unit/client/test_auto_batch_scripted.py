@@ -12,8 +12,10 @@ from tests.unit.client.test_producer_send_call import FakeCluster, cluster, prod
 
 from rocketq.aio import Producer
 from rocketq.client.message import Message
+from rocketq.client.producer import SelectMessageQueueByHash
+from rocketq.client.producer.accumulator import PIPELINE
 from rocketq.codec.codes import ResponseCode
-from rocketq.errors import MessageIllegal
+from rocketq.errors import MessageIllegal, RemotingTimeoutError
 
 __all__ = ["cluster", "producer"]  # the scripted cluster fixtures, shared with the send-call tests
 
@@ -22,6 +24,25 @@ pytestmark = pytest.mark.timeout(30)
 
 def requests(cluster: FakeCluster) -> list[dict[str, str]]:
     return [s for b in cluster.brokers.values() for s in b.sends]
+
+
+def forget_requests(cluster: FakeCluster) -> int:
+    """Clear what the brokers recorded (``requests`` lists broker by broker, so a count taken
+    before would not mark where the new ones start); returns 0, the new start."""
+    for b in cluster.brokers.values():
+        b.sends.clear()
+    return 0
+
+
+def hang(cluster: FakeCluster, answer: int | str) -> None:
+    for b in cluster.brokers.values():
+        b.answer = answer
+
+
+async def wait_for_requests(cluster: FakeCluster, n: int) -> None:
+    async with asyncio.timeout(15):
+        while len(requests(cluster)) < n:
+            await asyncio.sleep(0.01)
 
 
 async def hang_one(p: Producer, cluster: FakeCluster) -> tuple[asyncio.Future[Any], int]:
@@ -115,16 +136,64 @@ async def test_a_caller_that_cancels_is_left_out_of_its_batch(
 
 async def test_gathered_messages_leave_after_batch_max_delay_when_the_request_hangs(
         cluster: FakeCluster) -> None:
+    # an ordered lane (a fixed queue) has one request in flight: what it gathers waits for that
+    # request's answer or for the delay
     async with Producer("PG_EXPIRE", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=50,
                         send_msg_timeout=20_000) as p:
         await p.send(Message("T", b"route"))
-        stuck, before = await hang_one(p, cluster)
+        mq = (await p.fetch_publish_message_queues("T"))[0]
+        before = forget_requests(cluster)
+        hang(cluster, "hang")
+        stuck = p.send_async(Message("T", b"stuck"), queue=mq)
+        await wait_for_requests(cluster, before + 1)
+        hang(cluster, ResponseCode.SUCCESS)
         results = await asyncio.wait_for(
-            asyncio.gather(*(p.send_async(Message("T", b"%d" % i)) for i in range(10))), 15)
+            asyncio.gather(*(p.send_async(Message("T", b"%d" % i), queue=mq) for i in range(10))), 15)
         assert not stuck.done()
         assert len({r.msg_id for r in results}) == 10
         assert sorted(s["m"] for s in requests(cluster)[before:]) == ["false", "true"]
         stuck.cancel()
+
+
+async def test_a_busy_queue_has_a_few_requests_in_flight_and_holds_the_rest(cluster: FakeCluster) -> None:
+    async with Producer("PG_PIPE", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=30_000,
+                        send_msg_timeout=2_000, retry_times_when_send_async_failed=0) as p:
+        await p.send(Message("T", b"route"))
+        before = forget_requests(cluster)
+        hang(cluster, "hang")
+        futs = []
+        for _ in range(PIPELINE + 2):  # each turn's sends leave together while the queue has room
+            futs += [p.send_async(Message("T", b"%d" % i)) for i in range(3)]
+            await asyncio.sleep(0.05)
+        await wait_for_requests(cluster, before + PIPELINE)
+        await asyncio.sleep(0.2)
+        sent = requests(cluster)[before:]
+        assert len(sent) == PIPELINE  # no more in flight at once...
+        assert len({(s["b"], s["e"]) for s in sent}) == 1  # ...to the one queue they stick to
+        assert [s["m"] for s in sent] == ["false"] + ["true"] * (PIPELINE - 1)
+        assert p._batch_async is not None and p._batch_async.held_bytes == 3 * 3  # the rest is held
+        # the hanging requests time out, then the held ones leave and do: each caller gets an error
+        outcomes = await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), 30)
+        assert len(outcomes) == 3 * (PIPELINE + 2)
+        assert all(isinstance(o, RemotingTimeoutError) for o in outcomes)
+
+
+async def test_an_ordered_queue_keeps_one_request_in_flight(cluster: FakeCluster) -> None:
+    async with Producer("PG_ORDER", namesrv_addr=cluster.namesrv_addr, batch_max_delay_ms=30_000,
+                        send_msg_timeout=2_000) as p:
+        await p.send(Message("T", b"route"))
+        before = forget_requests(cluster)
+        hang(cluster, "hang")
+        futs = []
+        first = SelectMessageQueueByHash()
+        for _ in range(3):
+            futs += [p.send_async(Message("T", b"%d" % i), selector=first, arg=0) for i in range(3)]
+            await asyncio.sleep(0.05)
+        await wait_for_requests(cluster, before + 1)
+        await asyncio.sleep(0.2)
+        assert len(requests(cluster)) == before + 1
+        assert p._batch_async is not None and p._batch_async.held_bytes == 8
+        await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), 60)
 
 
 async def test_the_total_bound_sends_at_once_instead_of_holding(cluster: FakeCluster) -> None:

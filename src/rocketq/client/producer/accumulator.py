@@ -11,6 +11,15 @@ the producer holds ``total_batch_max_bytes`` in all lanes together (then a lane 
 sends what it has at once: Java sends directly instead of holding, and a lane sending its own
 gathered messages keeps a queue's order where a direct send would overtake them).
 
+A lane of unordered messages may have up to ``PIPELINE`` requests in flight (its ``limit``): with
+one, producer and broker take turns (the producer gathers while the broker stores, then waits
+while it answers) and neither is ever busy for long; with a few, the producer encodes the next
+batch while the broker stores the previous one. The driver calls ``ready`` at the end of the event
+loop's turn in which messages were gathered, which sends them while the lane has room, spread over
+the free requests (so the messages in flight do not pile into one request and the turns come
+back). A lane of ordered messages (a selector or a fixed queue) keeps a limit of one: two requests
+in flight to one queue could be stored in either order after a retry.
+
 Everything here is plain values, so the rules are unit-tested without a broker.
 """
 
@@ -24,6 +33,7 @@ from rocketq.errors import InvalidArgument
 __all__ = [
     "BATCH_MAX_BYTES",
     "BATCH_MAX_DELAY_MS",
+    "PIPELINE",
     "TOTAL_BATCH_MAX_BYTES",
     "Accumulator",
     "Lane",
@@ -34,6 +44,12 @@ __all__ = [
 BATCH_MAX_DELAY_MS: Final = 10
 BATCH_MAX_BYTES: Final = 32 * 1024
 TOTAL_BATCH_MAX_BYTES: Final = 32 * 1024 * 1024
+# Requests in flight per lane of unordered messages. Two already let both sides work at once; a
+# few more keep the broker busy while the producer's turn is long (a large window).
+PIPELINE: Final = 4
+# Gathered items are not spread over requests in smaller parts than this: a request costs the
+# broker about as much as tens of small messages.
+MIN_PART: Final = 32
 
 T = TypeVar("T")
 
@@ -52,13 +68,14 @@ class Lane(Generic[T]):
     """One queue's gathering state: requests in flight and the items waiting for the next one.
 
     ``generation`` counts the batches cut from this lane, so a timer armed for one batch can tell
-    that its batch has already gone.
+    that its batch has already gone. ``limit`` is the most requests the lane has in flight at once.
     """
 
-    __slots__ = ("generation", "inflight", "items", "key", "nbytes", "wire")
+    __slots__ = ("generation", "inflight", "items", "key", "limit", "nbytes", "wire")
 
-    def __init__(self, key: Hashable) -> None:
+    def __init__(self, key: Hashable, limit: int = 1) -> None:
         self.key = key
+        self.limit = limit
         self.inflight = 0
         self.items: list[T] = []
         self.nbytes = 0  # the bodies' bytes (what the bounds count, as Java's messagesSize)
@@ -91,10 +108,10 @@ class Accumulator(Generic[T]):
         self.lanes: dict[Hashable, Lane[T]] = {}
         self.held = 0  # bytes gathered in all lanes, not yet sent
 
-    def lane(self, key: Hashable) -> Lane[T]:
+    def lane(self, key: Hashable, limit: int = 1) -> Lane[T]:
         lane = self.lanes.get(key)
         if lane is None:
-            lane = self.lanes[key] = Lane(key)
+            lane = self.lanes[key] = Lane(key, limit)
         return lane
 
     def start(self, lane: Lane[T]) -> None:
@@ -128,6 +145,27 @@ class Accumulator(Generic[T]):
             # an idle lane is forgotten, so a producer of many topics keeps no state for old ones
             self.lanes.pop(lane.key, None)
         return None
+
+    def ready(self, lane: Lane[T]) -> list[list[T]]:
+        """The lane's gathered items as the requests to send now, while it has room for more in
+        flight: spread over the free requests, none smaller than ``MIN_PART`` items (each list
+        counts as one request in flight). Empty when nothing is gathered or the lane is full."""
+        free = lane.limit - lane.inflight
+        if not lane.items or free <= 0:
+            return []
+        parts = min(free, len(lane.items) // MIN_PART) or 1
+        items = self.cut(lane)
+        if parts == 1:
+            return [items]
+        lane.inflight += parts - 1
+        step, extra = divmod(len(items), parts)
+        out = []
+        start = 0
+        for i in range(parts):
+            end = start + step + (i < extra)
+            out.append(items[start:end])
+            start = end
+        return out
 
     def expire(self, lane: Lane[T], generation: int) -> list[T] | None:
         if lane.generation != generation or not lane.items:

@@ -5,7 +5,9 @@
 flight it goes out at once as a plain SEND_MESSAGE_V2 (what the producer sends without batching);
 otherwise it is encoded as a batch item and gathered, and the gathered items leave as one
 SEND_BATCH_MESSAGE when their lane's request ends (or a bound of the accumulator is reached, or
-``batch_max_delay_ms`` passes). Each caller's future gets its own SendResult (its UNIQ_KEY, the
+``batch_max_delay_ms`` passes); a lane of unordered messages has up to ``PIPELINE`` requests in
+flight, and what it gathered in one turn of the event loop leaves at the end of that turn while it
+has room. Each caller's future gets its own SendResult (its UNIQ_KEY, the
 queue, the batch's first offset plus its index, its own offset msg id) or the batch's error.
 
 A batch carries no UNIQ_KEY of its own (``SendEncoder.batch_of``), so Apache brokers give every
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from rocketq.client.api import _send_result
 from rocketq.client.message import Message, MessageQueue, SendResult
-from rocketq.client.producer.accumulator import Accumulator, Lane
+from rocketq.client.producer.accumulator import PIPELINE, Accumulator, Lane
 from rocketq.client.producer.kernel import PreparedSend
 from rocketq.client.producer.selector import SelectorLike
 from rocketq.client.producer.send_call import SendCall, SendTarget, fixed_queue
@@ -101,7 +103,7 @@ class AutoBatcher:
                 if info is None:
                     return None
                 mq = self._producer.fault_strategy.select_one_message_queue(info, None)
-                lane = sticky[topic] = acc.lane((mq, wait, False, topic))
+                lane = sticky[topic] = acc.lane((mq, wait, False, topic), PIPELINE)
             else:
                 mq = lane.key[0]  # type: ignore[index]
         else:
@@ -136,7 +138,11 @@ class AutoBatcher:
                 (self._sticky if wait else self._sticky_nowait).pop(topic, None)
             self._send(lane, batch)
         elif len(lane.items) == 1:
-            loop.call_later(self._delay, self._expire, lane, lane.generation)
+            if lane.inflight < lane.limit:
+                # the turn's other sends are gathered with this one: they leave together after it
+                loop.call_soon(self._ready, lane)
+            else:
+                loop.call_later(self._delay, self._expire, lane, lane.generation)
         return fut
 
     async def drain(self, timeout: float) -> None:
@@ -165,6 +171,12 @@ class AutoBatcher:
         batch = self._acc.done(lane)
         if batch is not None:
             self._send(lane, batch)
+
+    def _ready(self, lane: Lane[_Item]) -> None:
+        for batch in self._acc.ready(lane):
+            self._send(lane, batch)
+        if lane.items:  # the lane filled up meanwhile: its answers or the delay send these
+            self._loop.call_later(self._delay, self._expire, lane, lane.generation)
 
     def _expire(self, lane: Lane[_Item], generation: int) -> None:
         batch = self._acc.expire(lane, generation)
