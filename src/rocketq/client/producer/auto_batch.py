@@ -18,6 +18,7 @@ message its own id. Messages a batch cannot carry as Java's ``canBatch`` says (d
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -198,34 +199,36 @@ class AutoBatcher:
         topic: str
         mq, wait, fixed, topic = lane.key  # type: ignore[misc]
         fut: asyncio.Future[SendResult] = self._loop.create_future()
+        data, ids, futs, deadlines = zip(*live, strict=True)  # the items' columns, in one C pass
         try:
-            prep = self._encoder.batch_of(topic, wait, [item[0] for item in live], [item[1] for item in live])
+            prep = self._encoder.batch_of(topic, wait, data, ids)
         except Exception as exc:
             fut.set_exception(exc)
         else:
-            timeout = max(item[3] for item in live) - self._loop.time()
-            call = SendCall(self._producer, prep, fut, timeout, 1 if fixed else self._times)
+            call = SendCall(self._producer, prep, fut, max(deadlines) - self._loop.time(),
+                            1 if fixed else self._times)
             call.mq = mq
             call.run()
-        fut.add_done_callback(partial(self._batch_done, lane, live))
+        fut.add_done_callback(partial(self._batch_done, lane, futs, ids))
 
-    def _batch_done(self, lane: Lane[_Item], items: list[_Item], fut: asyncio.Future[SendResult]) -> None:
+    def _batch_done(self, lane: Lane[_Item], futs: Sequence[asyncio.Future[SendResult]], ids: Sequence[str],
+                    fut: asyncio.Future[SendResult]) -> None:
         self._single_done(lane, fut)  # the next batch of this lane leaves before these are answered
         if fut.cancelled():
             exc: BaseException | None = asyncio.CancelledError()
         else:
             exc = fut.exception()
         if exc is not None:
-            for item in items:
-                if not item[2].done():
-                    item[2].set_exception(exc)
+            for f in futs:
+                if not f.done():
+                    f.set_exception(exc)
             return
-        for item, result in zip(items, split_result(fut.result(), [item[1] for item in items]), strict=True):
-            if not item[2].done():
-                item[2].set_result(result)
+        for f, result in zip(futs, split_result(fut.result(), ids), strict=True):
+            if not f.done():
+                f.set_result(result)
 
 
-def split_result(result: SendResult, ids: list[str]) -> list[SendResult]:
+def split_result(result: SendResult, ids: Sequence[str]) -> list[SendResult]:
     """One SendResult per message of a batch: its own UNIQ_KEY and offset msg id, the batch's
     first queue offset plus its index (as Java's ProduceAccumulator.splitSendResults).
 

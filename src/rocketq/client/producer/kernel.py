@@ -267,7 +267,7 @@ class SendEncoder:
             props,
         )), uniq
 
-    def batch_of(self, topic: str, wait: bool, items: list[bytes], ids: list[str]) -> PreparedSend:
+    def batch_of(self, topic: str, wait: bool, items: Sequence[bytes], ids: Sequence[str]) -> PreparedSend:
         """The SEND_BATCH_MESSAGE of items made by ``batch_item`` (all of ``topic``)."""
         data = b"".join(items)
         if len(data) > self._max_size:
