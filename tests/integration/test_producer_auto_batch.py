@@ -46,14 +46,16 @@ async def routed(p: Producer, topic: str, batch_sizes: list[int]) -> list[int]:
 
 
 async def read_back(p: Producer, results: list[SendResult]) -> dict[tuple[MessageQueue, int], Any]:
-    by_queue: dict[MessageQueue, int] = {}
+    """Every message of the results' queues up to the highest offset among them. (Counting the
+    results per queue instead could stop one short where the route's first message shares one.)"""
+    ends: dict[MessageQueue, int] = {}
     for r in results:
-        by_queue[r.message_queue] = by_queue.get(r.message_queue, 0) + 1
+        ends[r.message_queue] = max(ends.get(r.message_queue, 0), r.queue_offset + 1)
     stored = {}
-    for mq, n in by_queue.items():
+    for mq, end in ends.items():
         addr = p.instance.find_broker_address_in_publish(mq.broker_name)
         assert addr is not None
-        for m in await pull_all(p.instance.api, addr, mq, expect=n, timeout=30):
+        for m in await pull_all(p.instance.api, addr, mq, expect=end, timeout=30):
             stored[(mq, m.queue_offset)] = m
     return stored
 
@@ -199,17 +201,7 @@ async def test_a_sliding_window_pipelines_batches_and_every_caller_gets_its_own_
         assert most_in_flight[0] > 1, "never more than one request in flight to a queue"
         assert len({r.msg_id for r in results.values()}) == n
         assert len({(r.message_queue, r.queue_offset) for r in results.values()}) == n
-        # each queue read up to its highest offset (read_back counts only these results, and the
-        # route's first message may share their queue: its count could stop one short)
-        ends: dict[MessageQueue, int] = {}
-        for r in results.values():
-            ends[r.message_queue] = max(ends.get(r.message_queue, 0), r.queue_offset + 1)
-        stored = {}
-        for mq, end in ends.items():
-            addr = p.instance.find_broker_address_in_publish(mq.broker_name)
-            assert addr is not None
-            for m in await pull_all(p.instance.api, addr, mq, expect=end, timeout=30):
-                stored[(mq, m.queue_offset)] = m
+        stored = await read_back(p, list(results.values()))
         for i, r in results.items():
             m = stored[(r.message_queue, r.queue_offset)]
             assert m.body == b"w-%d" % i and m.msg_id == r.msg_id
