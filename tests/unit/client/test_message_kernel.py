@@ -167,3 +167,21 @@ def test_properties_round_trip(user: dict[str, str], tags: str | None) -> None:
     decoded = decode_properties(text)
     assert {k: decoded[k] for k in user} == user
     assert decoded.get("TAGS") == tags and decoded["UNIQ_KEY"] == "U"
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, "", "A", "t\u00e9g"]),
+                          st.sampled_from([None, "", "k1", "k1 k2"]),
+                          st.booleans(), st.integers(0, 3), st.binary(min_size=1, max_size=40)),
+                min_size=1, max_size=30))
+def test_batch_items_of_like_messages_are_the_items_built_one_by_one(
+        shapes: list[tuple[str | None, str | None, bool, int, bytes]]) -> None:
+    # the fixed parts an encoder keeps per message shape give exactly what building each item whole gives
+    enc = encoder()
+    for tags, keys, wait, flag, body in shapes * 2:  # twice: the second round is served from the table
+        msg = Message("T", body, tags=tags, keys=keys, flag=flag, wait_store_msg_ok=wait)
+        item, uniq = enc.batch_item(msg)
+        whole, _ = enc.batch_item(dataclasses.replace(msg, keys=[keys] if keys else None))  # built whole
+        [decoded] = decode_batch_body(item)
+        assert decoded.body == body and decoded.flag == flag
+        assert item == whole.replace(whole[-33:-1], uniq.encode())  # only the id differs
+    assert 0 < len(enc._item_parts) <= 256

@@ -179,11 +179,16 @@ def _plain_properties(msg: Message, uniq: str) -> str:
     return f"WAIT\x01{wait}\x02UNIQ_KEY\x01{uniq}\x02"
 
 
+# What makes two batch items of messages without properties alike outside their bodies and ids:
+# tags, keys, waitStoreMsgOK, flag, body length, id length.
+_ItemShape = tuple[str | None, str | None, bool, int, int, int]
+
+
 class SendEncoder:
     """Builds the PreparedSend of messages for one producer (its config folded into constants)."""
 
-    __slots__ = ("_compress_over", "_create_key", "_group", "_level", "_max_size", "_namespace",
-                 "_queue_nums", "_unit", "config", "uniq_keys")
+    __slots__ = ("_compress_over", "_create_key", "_group", "_item_parts", "_level", "_max_size",
+                 "_namespace", "_queue_nums", "_unit", "config", "uniq_keys")
 
     def __init__(self, config: ProducerConfig, uniq_keys: UniqKeys | None = None) -> None:
         self.config = config
@@ -196,6 +201,8 @@ class SendEncoder:
         self._max_size = config.max_message_size
         self._namespace = config.namespace
         self.uniq_keys = uniq_keys or UniqKeys(config.client_ip)
+        # (tags, keys, wait, flag, body length, id length) -> the fixed parts of a batch item
+        self._item_parts: dict[_ItemShape, tuple[bytes, bytes]] = {}
 
     def _header(self, topic: str, sys_flag: int, flag: int, properties: str, batch: bool) -> dict[str, str]:
         # The V2 keys of SendMessageRequestHeader (see its V2_KEYS), written out directly:
@@ -255,6 +262,16 @@ class SendEncoder:
             props = message_properties(msg, uniq)[0].encode()
         else:
             uniq = self.uniq_keys.next_id()
+            body = msg.body
+            keys = msg.keys
+            if type(body) is bytes and (keys is None or type(keys) is str):
+                # The common message: everything but the body and the UNIQ_KEY value is the same
+                # as the previous one's, so the item's fixed parts come from a table.
+                shape: _ItemShape = (msg.tags, keys, msg.wait_store_msg_ok, msg.flag, len(body), len(uniq))
+                parts = self._item_parts.get(shape)
+                if parts is None:
+                    parts = self._plain_item_parts(msg, uniq, shape)
+                return b"".join((parts[0], body, parts[1], uniq.encode(), b"\x02")), uniq
             text = _plain_properties(msg, uniq)
             props = (text if len(text) <= _MAX_PROPS_CHARS else _checked(text)).encode()
         body = msg.body
@@ -266,6 +283,20 @@ class SendEncoder:
             _SHORT_PACK(len(props)),
             props,
         )), uniq
+
+    def _plain_item_parts(self, msg: Message, uniq: str, shape: _ItemShape) -> tuple[bytes, bytes]:
+        """What a batch item of a message without properties holds besides its body and its
+        UNIQ_KEY value: the item head, and the properties' length and text up to that value."""
+        text = _plain_properties(msg, uniq)
+        props = (text if len(text) <= _MAX_PROPS_CHARS else _checked(text)).encode()
+        blen = len(msg.body)
+        parts = (_ITEM_HEAD(BATCH_ITEM_FIXED + blen + len(props), 0, 0, msg.flag, blen),
+                 _SHORT_PACK(len(props)) + props[:-len(uniq.encode()) - 1])
+        table = self._item_parts
+        if len(table) >= 256:  # bounded: a producer of many body sizes keeps only the recent ones
+            table.clear()
+        table[shape] = parts
+        return parts
 
     def batch_of(self, topic: str, wait: bool, items: Sequence[bytes], ids: Sequence[str]) -> PreparedSend:
         """The SEND_BATCH_MESSAGE of items made by ``batch_item`` (all of ``topic``)."""
