@@ -3,7 +3,12 @@ from the commit log, and the binary search by store time."""
 
 from __future__ import annotations
 
+import struct
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from functools import lru_cache
+from itertools import accumulate
+from operator import add
 
 import numpy as np
 
@@ -50,6 +55,9 @@ def read_queue(
     scan = max(MIN_SCAN, max_count)
     want_tags = tag_codes is not None
     if tag_codes is None and record_filter is None:
+        plain = _read_plain(cq, cl, offset, max_count, byte_cap, min_off, max_off)
+        if plain is not None:
+            return plain
         phys, sizes, tags, alive = _scan(cq, cl, offset, max_count, want_tags)
         if len(phys) and not alive.all() and max_count < scan:
             phys, sizes, tags, alive = _scan(cq, cl, offset, scan, want_tags)
@@ -94,6 +102,55 @@ def read_queue(
         return GetMessageResult(_GS.MESSAGE_WAS_REMOVING, offset + scanned, min_off, max_off)
     return GetMessageResult(_GS.FOUND, offset + scanned, min_off, max_off, buffers, len(idx), total,
                             idx + offset)
+
+
+@lru_cache(maxsize=64)
+def _entries(n: int) -> struct.Struct:
+    """n consecutive 20-byte consume-queue entries (phys, size, tags)."""
+    return struct.Struct(">" + "qiq" * n)
+
+
+def _read_plain(cq: ConsumeQueue, cl: CommitLog, offset: int, max_count: int, byte_cap: int,
+                min_off: int, max_off: int) -> GetMessageResult | None:
+    """The common pull, unfiltered, of live records: read with plain ints, as a pull of a few
+    dozen entries spends more in numpy's per-call overhead than in the work itself. None when
+    the general path must decide (a dead or removed entry, a file gone, a segment unreadable)."""
+    ents = cq.entries(offset, max_count)
+    if ents is None:
+        return None
+    n = len(ents)
+    if not n:
+        return None
+    flat = _entries(n).unpack_from(ents.data)
+    del ents  # the view pins the consume-queue mapping
+    phys = flat[0::3]
+    sizes = flat[1::3]
+    ends = list(map(add, phys, sizes))
+    if min(phys) < cl.min_offset or min(sizes) <= 0 or max(ends) > cl.max_offset:
+        return None
+    k = n
+    if n > 1 and sum(sizes) > byte_cap:
+        k = max(bisect_right(list(accumulate(sizes)), byte_cap), 1)
+    buffers: list[memoryview] = []
+    total = 0
+    start, end = phys[0], ends[0]
+    for i in range(1, k):
+        p = phys[i]
+        if p != end:  # a gap: records of other queues lie between
+            v = cl.read(start, end - start)
+            if v is None:
+                return None
+            buffers.append(v)
+            total += len(v)
+            start = p
+        end = ends[i]
+    v = cl.read(start, end - start)
+    if v is None:
+        return None
+    buffers.append(v)
+    total += len(v)
+    return GetMessageResult(_GS.FOUND, offset + k, min_off, max_off, buffers, k, total,
+                            np.arange(offset, offset + k, dtype=np.int64))
 
 
 def _scan(cq: ConsumeQueue, cl: CommitLog, offset: int, count: int,

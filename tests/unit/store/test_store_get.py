@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
 from store_testlib import msg
 
 from rocketq.codec.message import decode_messages, tags_code
-from rocketq.store import GetMessageStatus, MessageBatchToStore, MessageStore, MessageToStore
+from rocketq.store import GetMessageStatus, MessageBatchToStore, MessageStore, MessageToStore, reader
 
 GS = GetMessageStatus
 
@@ -237,3 +238,40 @@ def test_a_record_filter_sees_candidates_in_order_and_stops_at_max_count(store: 
         got = [int(m.body[1:]) for m in decode_messages(r.body())]
         assert got == expected and r.queue_offsets.tolist() == expected
         assert r.next_begin_offset == (expected[-1] + 1 if len(expected) == 32 else 100)
+
+
+def test_plain_reads_answer_as_the_general_path(
+    make_store: Callable[..., MessageStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unfiltered pull takes a plain-int path; it must answer exactly as the numpy path does:
+    interleaved queues (a buffer per record), adjacent records (one buffer), byte caps that cut a
+    batch, reads that stop at a consume-queue file's end or the queue's end."""
+    store = make_store(max_transfer_bytes_on_message_in_memory=700)
+    for i in range(260):
+        body = bytes([i % 251]) * (i % 37 + 1)
+        assert store.append_message(msg(queue_id=0 if i < 60 else i % 2, body=body)).ok
+    reads = [(q, off, n) for q in (0, 1) for off in (0, 3, 59, 60, 95, 99, 100, 150, 189) for n in (1, 5, 32)]
+
+    def answers() -> list[tuple[object, ...]]:
+        out = []
+        for q, off, n in reads:
+            r = store.get_message("TopicA", q, off, n)
+            out.append((r.status, r.next_begin_offset, r.min_offset, r.max_offset, r.message_count,
+                        r.buffer_total_size, [bytes(b) for b in r.buffers], r.queue_offsets.tolist()))
+        return out
+
+    taken = []
+    plain_path = reader._read_plain
+
+    def counted(*a: object) -> object:
+        r = plain_path(*a)  # type: ignore[arg-type]
+        taken.append(r is not None)
+        return r
+
+    monkeypatch.setattr(reader, "_read_plain", counted)
+    plain = answers()
+    assert sum(taken) >= len([a for a in plain if a[0] is GS.FOUND])  # every FOUND took it
+    monkeypatch.setattr(reader, "_read_plain", lambda *a: None)
+    assert plain == answers()
+    assert any(a[0] is GS.FOUND and len(a[6]) > 1 for a in plain)  # interleaved: several buffers
+    assert any(a[0] is GS.FOUND and 1 < a[4] < 32 and a[5] <= 700 for a in plain)  # cut by bytes
