@@ -13,6 +13,10 @@ decoding and commits run), the whole client process (plus the consume threads), 
 process. On a shared machine the rates move with the load (printed first); the CPU per message
 is the steadier figure.
 
+Lite pull: a LitePullConsumer drains the same backlog with `poll()` (a fresh group, from the first
+offset, auto-commit on), once with its default pullBatchSize (10, as Java's) and once with 32; the
+rate and CPU per message are taken as for the push drains.
+
 Latency: an aio Producer sends at a fixed rate (2 000 msgs/s by default) for a few seconds; a
 consumer with batch size 1 records now - send time (one process, one clock) for every message.
 Prints figures and returns them from `run()`; never asserts times.
@@ -151,6 +155,31 @@ async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> f
     return total / dt
 
 
+async def _poll_drain(namesrv: str, total: int, pull_batch_size: int) -> float:
+    """Drain ``total`` messages with ``LitePullConsumer.poll()``; msgs/s from start to the last."""
+    from rocketq.client.consumer.lite_pull import LitePullConsumer
+
+    group = f"bench_poll_{pull_batch_size}_{os.getpid()}_{time.monotonic_ns()}"
+    consumer = LitePullConsumer(
+        group,
+        namesrv_addr=namesrv,
+        instance_name=group,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        pull_batch_size=pull_batch_size,
+    )
+    consumer.subscribe(TOPIC, "*")
+    got = 0
+    t0 = time.perf_counter()
+    await consumer.start()
+    try:
+        while got < total:
+            got += len(await consumer.poll(timeout=5.0))
+        dt = time.perf_counter() - t0
+    finally:
+        await consumer.shutdown()
+    return total / dt
+
+
 async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> dict[str, float]:
     from rocketq.client.consumer.push import PushConsumer
     from rocketq.client.consumer.types import ConsumeStatus
@@ -237,6 +266,21 @@ async def _client_main(
                 f"{r:>10,.0f} msgs/s  (CPU per msg: loop thread {us['loop']:.2f} us, client "
                 f"{us['client']:.2f} us, servers {us['server']:.2f} us)"
             )
+    for pull_batch in (10, 32):
+        loop_cpu, client_cpu = time.thread_time(), time.process_time()
+        server_cpu = _process_cpu(server_pid)
+        r = await _poll_drain(namesrv, messages, pull_batch)
+        us = {
+            "client": (time.process_time() - client_cpu) / messages * 1e6,
+            "server": (_process_cpu(server_pid) - server_cpu) / messages * 1e6,
+        }
+        figures[f"poll_msgs_per_s_pull{pull_batch}"] = r
+        for part, value in us.items():
+            figures[f"poll_cpu_us_per_msg_{part}_pull{pull_batch}"] = value
+        print(
+            f"lite-pull poll() {messages:,} msgs, pullBatchSize {pull_batch:>2}: {r:>10,.0f} msgs/s  "
+            f"(CPU per msg: client {us['client']:.2f} us, servers {us['server']:.2f} us)"
+        )
     for is_async in (False, True):
         kind = "async" if is_async else "sync"
         lat = await _latency(namesrv, rate, seconds, is_async)
