@@ -11,7 +11,9 @@ the consume threads, RocketMQ's model) and an async one (run on the event loop) 
 Each drain also prints the CPU it cost per message: the client's event-loop thread (where pulls,
 decoding and commits run), the whole client process (plus the consume threads), and the server
 process. On a shared machine the rates move with the load (printed first); the CPU per message
-is the steadier figure.
+is the steadier figure. Each drain prints two rates: from start() to the last message (what a
+user waiting for the backlog sees) and from the first delivery to the last (the drain itself: a
+consumer given a queue by its rebalance waits the settle delay, 0.3 s, before it pulls).
 
 Lite pull: a LitePullConsumer drains the same backlog with `poll()` (a fresh group, from the first
 offset, auto-commit on), once with its default pullBatchSize (10, as Java's) and once with 32; the
@@ -122,17 +124,39 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> float:
+class _Drained:
+    """A drain's timing: from start() to the last message, and from the first delivery to the
+    last (the drain itself, without the start: a push consumer waits its rebalance's settle
+    delay, 0.3 s, before it pulls a queue it was just given)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.first = 0.0
+
+    def seen(self) -> None:
+        if not self.first:
+            self.first = time.perf_counter()
+
+    def rates(self, t0: float, t_end: float) -> tuple[float, float, float]:
+        """(msgs/s from start, msgs/s from the first delivery, seconds to the first delivery)"""
+        return self.total / (t_end - t0), self.total / (t_end - self.first), self.first - t0
+
+
+async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> tuple[float, float, float]:
     from rocketq.client.consumer.push import PushConsumer
     from rocketq.client.consumer.types import ConsumeStatus
 
     group = f"bench_drain_{batch_size}_{'a' if is_async else 's'}_{os.getpid()}_{time.monotonic_ns()}"
     ok = ConsumeStatus.CONSUME_SUCCESS
+    drained = _Drained(total)
+    seen = drained.seen
 
     def sync_listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        seen()
         return ok
 
     async def async_listener(msgs: list[Any], ctx: Any) -> ConsumeStatus:
+        seen()
         return ok
 
     consumer = PushConsumer(
@@ -148,15 +172,15 @@ async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> f
     await consumer.start()
     try:
         while consumer.stats.totals(group, TOPIC)["consumed_ok"] < total:
-            await asyncio.sleep(0.01)
-        dt = time.perf_counter() - t0
+            await asyncio.sleep(0.002)
+        t_end = time.perf_counter()
     finally:
         await consumer.shutdown()
-    return total / dt
+    return drained.rates(t0, t_end)
 
 
-async def _poll_drain(namesrv: str, total: int, pull_batch_size: int) -> float:
-    """Drain ``total`` messages with ``LitePullConsumer.poll()``; msgs/s from start to the last."""
+async def _poll_drain(namesrv: str, total: int, pull_batch_size: int) -> tuple[float, float, float]:
+    """Drain ``total`` messages with ``LitePullConsumer.poll()``; rates as `_Drained.rates`."""
     from rocketq.client.consumer.lite_pull import LitePullConsumer
 
     group = f"bench_poll_{pull_batch_size}_{os.getpid()}_{time.monotonic_ns()}"
@@ -168,16 +192,20 @@ async def _poll_drain(namesrv: str, total: int, pull_batch_size: int) -> float:
         pull_batch_size=pull_batch_size,
     )
     consumer.subscribe(TOPIC, "*")
+    drained = _Drained(total)
     got = 0
     t0 = time.perf_counter()
     await consumer.start()
     try:
         while got < total:
-            got += len(await consumer.poll(timeout=5.0))
-        dt = time.perf_counter() - t0
+            n = len(await consumer.poll(timeout=5.0))
+            if n:
+                drained.seen()
+                got += n
+        t_end = time.perf_counter()
     finally:
         await consumer.shutdown()
-    return total / dt
+    return drained.rates(t0, t_end)
 
 
 async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> dict[str, float]:
@@ -252,33 +280,39 @@ async def _client_main(
             kind = "async" if is_async else "sync"
             loop_cpu, client_cpu = time.thread_time(), time.process_time()
             server_cpu = _process_cpu(server_pid)
-            r = await _drain(namesrv, total, batch, is_async)
+            r, steady, first = await _drain(namesrv, total, batch, is_async)
             us = {
                 "loop": (time.thread_time() - loop_cpu) / total * 1e6,
                 "client": (time.process_time() - client_cpu) / total * 1e6,
                 "server": (_process_cpu(server_pid) - server_cpu) / total * 1e6,
             }
             figures[f"drain_msgs_per_s_batch{batch}_{kind}"] = r
+            figures[f"drain_msgs_per_s_from_first_batch{batch}_{kind}"] = steady
+            figures[f"drain_first_delivery_s_batch{batch}_{kind}"] = first
             for part, value in us.items():
                 figures[f"drain_cpu_us_per_msg_{part}_batch{batch}_{kind}"] = value
             print(
                 f"drain {total:,} msgs, consumeMessageBatchMaxSize {batch:>2}, {kind} no-op listener: "
-                f"{r:>10,.0f} msgs/s  (CPU per msg: loop thread {us['loop']:.2f} us, client "
+                f"{r:>10,.0f} msgs/s from start, {steady:>10,.0f} from the first delivery ({first:.2f} s "
+                f"after start)  (CPU per msg: loop thread {us['loop']:.2f} us, client "
                 f"{us['client']:.2f} us, servers {us['server']:.2f} us)"
             )
     for pull_batch in (10, 32):
         loop_cpu, client_cpu = time.thread_time(), time.process_time()
         server_cpu = _process_cpu(server_pid)
-        r = await _poll_drain(namesrv, messages, pull_batch)
+        r, steady, first = await _poll_drain(namesrv, messages, pull_batch)
         us = {
             "client": (time.process_time() - client_cpu) / messages * 1e6,
             "server": (_process_cpu(server_pid) - server_cpu) / messages * 1e6,
         }
         figures[f"poll_msgs_per_s_pull{pull_batch}"] = r
+        figures[f"poll_msgs_per_s_from_first_pull{pull_batch}"] = steady
+        figures[f"poll_first_delivery_s_pull{pull_batch}"] = first
         for part, value in us.items():
             figures[f"poll_cpu_us_per_msg_{part}_pull{pull_batch}"] = value
         print(
-            f"lite-pull poll() {messages:,} msgs, pullBatchSize {pull_batch:>2}: {r:>10,.0f} msgs/s  "
+            f"lite-pull poll() {messages:,} msgs, pullBatchSize {pull_batch:>2}: {r:>10,.0f} msgs/s from "
+            f"start, {steady:>10,.0f} from the first delivery ({first:.2f} s after start)  "
             f"(CPU per msg: client {us['client']:.2f} us, servers {us['server']:.2f} us)"
         )
     for is_async in (False, True):
