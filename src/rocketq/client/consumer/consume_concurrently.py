@@ -16,6 +16,7 @@ import inspect
 import logging
 import time
 from collections.abc import Sequence
+from types import CoroutineType
 from typing import Any
 
 from rocketq.client.consumer.process_queue import ProcessQueue
@@ -445,14 +446,17 @@ class ConsumeMessageConcurrentlyService:
         """On the loop: the batches of one job in turn."""
         listener = self.listener
         monotonic = time.monotonic
+        # Read once a job: with batch size 1 a pull's job runs the listener 32 times.
+        hooked = bool(self.consumer.hooks)
         while (req := job.next_batch()) is not None:
             context = ConsumeConcurrentlyContext(req.message_queue)
             req.context = context
-            hook_ctx = self._hook_context(req)
+            hook_ctx = self._hook_context(req) if hooked else None
             start = monotonic()
             try:
                 result = listener(req.msgs, context)
-                if inspect.isawaitable(result):
+                # an ``async def`` listener's coroutine without inspect's generic checks
+                if result.__class__ is CoroutineType or inspect.isawaitable(result):
                     result = await result
             except asyncio.CancelledError:
                 raise
