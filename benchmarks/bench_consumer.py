@@ -33,6 +33,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Awaitable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -142,6 +143,14 @@ class _Drained:
         return self.total / (t_end - t0), self.total / (t_end - self.first), self.first - t0
 
 
+def _fresh(cls: Any, group: str, namesrv: str, **fields: Any) -> Any:
+    """A consumer of a new group subscribed to the backlog, reading it from the first offset."""
+    consumer = cls(group, namesrv_addr=namesrv, instance_name=group,
+                   consume_from_where="CONSUME_FROM_FIRST_OFFSET", **fields)
+    consumer.subscribe(TOPIC, "*")
+    return consumer
+
+
 async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> tuple[float, float, float]:
     from rocketq.client.consumer.push import PushConsumer
     from rocketq.client.consumer.types import ConsumeStatus
@@ -159,14 +168,7 @@ async def _drain(namesrv: str, total: int, batch_size: int, is_async: bool) -> t
         seen()
         return ok
 
-    consumer = PushConsumer(
-        group,
-        namesrv_addr=namesrv,
-        instance_name=group,
-        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-        consume_message_batch_max_size=batch_size,
-    )
-    consumer.subscribe(TOPIC, "*")
+    consumer = _fresh(PushConsumer, group, namesrv, consume_message_batch_max_size=batch_size)
     consumer.register_listener(async_listener if is_async else sync_listener)
     t0 = time.perf_counter()
     await consumer.start()
@@ -184,14 +186,7 @@ async def _poll_drain(namesrv: str, total: int, pull_batch_size: int) -> tuple[f
     from rocketq.client.consumer.lite_pull import LitePullConsumer
 
     group = f"bench_poll_{pull_batch_size}_{os.getpid()}_{time.monotonic_ns()}"
-    consumer = LitePullConsumer(
-        group,
-        namesrv_addr=namesrv,
-        instance_name=group,
-        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-        pull_batch_size=pull_batch_size,
-    )
-    consumer.subscribe(TOPIC, "*")
+    consumer = _fresh(LitePullConsumer, group, namesrv, pull_batch_size=pull_batch_size)
     drained = _Drained(total)
     got = 0
     t0 = time.perf_counter()
@@ -269,6 +264,32 @@ async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> d
     }
 
 
+async def _measured(
+    drain: Awaitable[tuple[float, float, float]], total: int, server_pid: int, figures: dict[str, float],
+    kind: str, tag: str,
+) -> str:
+    """Await one drain of ``total`` messages; record its rates and CPU per message as
+    ``{kind}_..._{tag}`` figures and return them as the tail of its printed line."""
+    loop_cpu, client_cpu = time.thread_time(), time.process_time()
+    server_cpu = _process_cpu(server_pid)
+    r, steady, first = await drain
+    us = {
+        "loop": (time.thread_time() - loop_cpu) / total * 1e6,
+        "client": (time.process_time() - client_cpu) / total * 1e6,
+        "server": (_process_cpu(server_pid) - server_cpu) / total * 1e6,
+    }
+    figures[f"{kind}_msgs_per_s_{tag}"] = r
+    figures[f"{kind}_msgs_per_s_from_first_{tag}"] = steady
+    figures[f"{kind}_first_delivery_s_{tag}"] = first
+    for part, value in us.items():
+        figures[f"{kind}_cpu_us_per_msg_{part}_{tag}"] = value
+    return (
+        f"{r:>10,.0f} msgs/s from start, {steady:>10,.0f} from the first delivery ({first:.2f} s after "
+        f"start)  (CPU per msg: loop thread {us['loop']:.2f} us, client {us['client']:.2f} us, servers "
+        f"{us['server']:.2f} us)"
+    )
+
+
 async def _client_main(
     namesrv: str, messages: int, rate: int, seconds: float, server_pid: int
 ) -> dict[str, float]:
@@ -278,43 +299,14 @@ async def _client_main(
         for batch in (32, 1):
             total = messages if batch == 32 else min(messages, 200_000)
             kind = "async" if is_async else "sync"
-            loop_cpu, client_cpu = time.thread_time(), time.process_time()
-            server_cpu = _process_cpu(server_pid)
-            r, steady, first = await _drain(namesrv, total, batch, is_async)
-            us = {
-                "loop": (time.thread_time() - loop_cpu) / total * 1e6,
-                "client": (time.process_time() - client_cpu) / total * 1e6,
-                "server": (_process_cpu(server_pid) - server_cpu) / total * 1e6,
-            }
-            figures[f"drain_msgs_per_s_batch{batch}_{kind}"] = r
-            figures[f"drain_msgs_per_s_from_first_batch{batch}_{kind}"] = steady
-            figures[f"drain_first_delivery_s_batch{batch}_{kind}"] = first
-            for part, value in us.items():
-                figures[f"drain_cpu_us_per_msg_{part}_batch{batch}_{kind}"] = value
-            print(
-                f"drain {total:,} msgs, consumeMessageBatchMaxSize {batch:>2}, {kind} no-op listener: "
-                f"{r:>10,.0f} msgs/s from start, {steady:>10,.0f} from the first delivery ({first:.2f} s "
-                f"after start)  (CPU per msg: loop thread {us['loop']:.2f} us, client "
-                f"{us['client']:.2f} us, servers {us['server']:.2f} us)"
-            )
+            line = await _measured(_drain(namesrv, total, batch, is_async), total, server_pid, figures,
+                                   "drain", f"batch{batch}_{kind}")
+            print(f"drain {total:,} msgs, consumeMessageBatchMaxSize {batch:>2}, {kind} no-op listener: "
+                  f"{line}")
     for pull_batch in (10, 32):
-        loop_cpu, client_cpu = time.thread_time(), time.process_time()
-        server_cpu = _process_cpu(server_pid)
-        r, steady, first = await _poll_drain(namesrv, messages, pull_batch)
-        us = {
-            "client": (time.process_time() - client_cpu) / messages * 1e6,
-            "server": (_process_cpu(server_pid) - server_cpu) / messages * 1e6,
-        }
-        figures[f"poll_msgs_per_s_pull{pull_batch}"] = r
-        figures[f"poll_msgs_per_s_from_first_pull{pull_batch}"] = steady
-        figures[f"poll_first_delivery_s_pull{pull_batch}"] = first
-        for part, value in us.items():
-            figures[f"poll_cpu_us_per_msg_{part}_pull{pull_batch}"] = value
-        print(
-            f"lite-pull poll() {messages:,} msgs, pullBatchSize {pull_batch:>2}: {r:>10,.0f} msgs/s from "
-            f"start, {steady:>10,.0f} from the first delivery ({first:.2f} s after start)  "
-            f"(CPU per msg: client {us['client']:.2f} us, servers {us['server']:.2f} us)"
-        )
+        line = await _measured(_poll_drain(namesrv, messages, pull_batch), messages, server_pid, figures,
+                               "poll", f"pull{pull_batch}")
+        print(f"lite-pull poll() {messages:,} msgs, pullBatchSize {pull_batch:>2}: {line}")
     for is_async in (False, True):
         kind = "async" if is_async else "sync"
         lat = await _latency(namesrv, rate, seconds, is_async)
