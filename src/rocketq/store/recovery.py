@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import time
 from array import array
 from collections.abc import Callable
@@ -425,7 +424,7 @@ def _tags_codes(
     lo = int(pstart[0])
     region = bytes(mf.buf[lo : int(pstart[-1] + plen[-1])])
     cache: dict[bytes, int] = {}
-    found, values = _last_values(mf, lo, region, pstart, pstart + plen, _TAGS_RE)
+    found, values = _last_values(lo, region, pstart, pstart + plen, _TAGS_KEY)
     for i, raw in zip(found.tolist(), values, strict=True):
         code = cache.get(raw)
         if code is None:
@@ -440,38 +439,53 @@ def _tags_codes(
     return out
 
 
-def _entry_re(name: str) -> re.Pattern[bytes]:
-    """A property entry's name and value (a value ends at \x02, or at the properties' end)."""
-    return re.compile(re.escape(needle(name).encode()) + rb"([^\x02]+)")
+def _entry_key(name: str) -> bytes:
+    """What starts a property entry of `name`: the name and its \x01."""
+    return needle(name).encode()
 
 
-_TAGS_RE = _entry_re(MessageConst.PROPERTY_TAGS)
-_UNIQ_RE = _entry_re(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-_KEYS_RE = _entry_re(MessageConst.PROPERTY_KEYS)
+_TAGS_KEY = _entry_key(MessageConst.PROPERTY_TAGS)
+_UNIQ_KEY = _entry_key(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+_KEYS_KEY = _entry_key(MessageConst.PROPERTY_KEYS)
+_ENTRY_END = 2  # \x02 ends a property value
 
 
-def _last_values(mf: MappedFile, lo: int, region: bytes, pstart: I64Array, pend: I64Array,
-                 pattern: re.Pattern[bytes]) -> tuple[I64Array, list[bytes]]:
-    """(record index, value) of the entry `pattern` names in each record's properties that has
-    one, the last one when there are several (as decode_properties): one regex pass over the
-    whole stretch of records, matches outside a properties block (a body) or not at an entry's
-    start ("XKEYS") dropped with numpy."""
-    found = [(m.start(), *m.span(1)) for m in pattern.finditer(region)]
-    if not found:
+def _find_all(u8: npt.NDArray[np.uint8], key: bytes) -> I64Array:
+    """Every position of `key` in `u8`: the first byte's hits, narrowed byte by byte (a few
+    numpy passes over the buffer instead of one Python object per match)."""
+    n = len(u8) - len(key) + 1
+    if n <= 0:
+        return np.zeros(0, np.int64)
+    at = np.flatnonzero(u8[:n] == key[0])
+    for j in range(1, len(key)):
+        at = at[u8[at + j] == key[j]]
+    return at.astype(np.int64, copy=False)
+
+
+def _last_values(lo: int, region: bytes, pstart: I64Array, pend: I64Array,
+                 key: bytes) -> tuple[I64Array, list[bytes]]:
+    """(record index, value) of the entry `key` names in each record's properties that has
+    one, the last one when there are several (as decode_properties). `region` holds the records'
+    properties from absolute offset `lo`; hits outside a properties block (a body) or not at an
+    entry's start ("XKEYS") are dropped with numpy."""
+    u8 = np.frombuffer(region, dtype=np.uint8)
+    rel = _find_all(u8, key)
+    if not len(rel):
         return np.zeros(0, np.int64), []
-    a = np.asarray(found, dtype=np.int64) + lo
-    at, v = a[:, 0], a[:, 1:]
+    v0 = rel + len(key)
+    ends = np.flatnonzero(u8 == _ENTRY_END)
+    nxt = np.searchsorted(ends, v0)
+    v1 = np.where(nxt < len(ends), ends[np.minimum(nxt, len(ends) - 1)], len(u8)) if len(ends) \
+        else np.full(len(v0), len(u8), np.int64)
+    at = rel + lo
     r = np.searchsorted(pstart, at, side="right") - 1
     ok = r >= 0
     r = np.where(ok, r, 0)
-    end = np.minimum(v[:, 1], pend[r])
-    u8 = np.frombuffer(mf.buf, dtype=np.uint8)
-    ok &= (at < pend[r]) & (end > v[:, 0]) & ((at == pstart[r]) | (u8[np.maximum(at - 1, 0)] == 2))
-    del u8
+    end = np.minimum(v1 + lo, pend[r])
+    ok &= (at < pend[r]) & (end > v0 + lo) & ((at == pstart[r]) | (u8[np.maximum(rel - 1, 0)] == _ENTRY_END))
     keep = np.flatnonzero(ok)
     last = keep[np.flatnonzero(np.append(r[keep][1:] != r[keep][:-1], True))]  # the last per record
-    return r[last], [region[a - lo : b - lo] for a, b in zip(v[last, 0].tolist(), end[last].tolist(),
-                                                                    strict=True)]
+    return r[last], [region[a:b] for a, b in zip(v0[last].tolist(), (end[last] - lo).tolist(), strict=True)]
 
 
 def _index_keys(mf: MappedFile, pstart: I64Array, plen: I64Array) -> tuple[I64Array, list[str]]:
@@ -482,8 +496,8 @@ def _index_keys(mf: MappedFile, pstart: I64Array, plen: I64Array) -> tuple[I64Ar
     pend = pstart + plen
     rows: list[int] = []
     keys: list[str] = []
-    u_rows, u_vals = _last_values(mf, lo, region, pstart, pend, _UNIQ_RE)
-    k_rows, k_vals = _last_values(mf, lo, region, pstart, pend, _KEYS_RE)
+    u_rows, u_vals = _last_values(lo, region, pstart, pend, _UNIQ_KEY)
+    k_rows, k_vals = _last_values(lo, region, pstart, pend, _KEYS_KEY)
     rows += u_rows.tolist()
     keys += [v.decode("utf-8", "replace") for v in u_vals]
     for row, words in zip(k_rows.tolist(), k_vals, strict=True):
