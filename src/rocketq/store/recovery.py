@@ -302,8 +302,8 @@ class Recovery:
         delay = self.config.delay_levels_ms()
         per_queue: dict[tuple[str, int], list[I64Array]] = {}
         strings: list[str] = []
-        k_phys: list[int] = []
-        k_ts: list[int] = []
+        k_phys: list[I64Array] = []
+        k_ts: list[I64Array] = []
         for mf, pos in walked:
             if not len(pos):
                 continue
@@ -337,11 +337,10 @@ class Recovery:
             if len(to_idx):
                 rows, keys = _index_keys(mf, f["pstart"][to_idx], f["plen"][to_idx])
                 rows = to_idx[rows]
-                for tid, k, p, ts in zip(topic_ids[rows].tolist(), keys, phys[rows].tolist(),
-                                         f["ts"][rows].tolist(), strict=True):
-                    strings.append(f"{names[tid]}#{k}")
-                    k_phys.append(p)
-                    k_ts.append(ts)
+                prefix = [f"{n}#" for n in names]
+                strings += [prefix[t] + k for t, k in zip(topic_ids[rows].tolist(), keys, strict=True)]
+                k_phys.append(phys[rows])
+                k_ts.append(f["ts"][rows])
         if touched is not None:
             touched.update(per_queue)
         rebuilt = 0
@@ -355,7 +354,8 @@ class Recovery:
             for block in np.split(arr, runs):
                 cq.put_block(int(block[0, 0]), block[:, 1], block[:, 2], block[:, 3])
             rebuilt += len(arr)
-        reindexed = self.index.put_keys(strings, k_phys, k_ts) if self.index is not None else 0
+        reindexed = self.index.put_keys(strings, np.concatenate(k_phys), np.concatenate(k_ts)) \
+            if self.index is not None and strings else 0
         if rebuilt and touched is None:  # replication dispatches this way all the time
             log.warning("recover: re-dispatched %d records into consume queues", rebuilt)
         return rebuilt, reindexed
