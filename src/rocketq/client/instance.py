@@ -27,6 +27,7 @@ from rocketq.client.condition_log import ConditionLog
 from rocketq.client.config import DEFAULT_INSTANCE_NAME, ClientConfig, ServiceState
 from rocketq.client.remoting_processor import ClientRemotingProcessor
 from rocketq.client.route import (
+    RouteRefresher,
     TopicPublishInfo,
     clip_default_route,
     publish_info_from_route,
@@ -107,6 +108,7 @@ class MQClientInstance:
         self._heartbeat_lock = asyncio.Lock()
         self._reset_lock = asyncio.Lock()  # one admin reset at a time (RocketMQ: synchronized)
         self._route_fetches: dict[tuple[str, str | None], asyncio.Future[bool]] = {}
+        self._route_refresher = RouteRefresher(self.update_topic_route_info_from_name_server)
         self._rebalance_service: Any = None
         self._inner_producer: Producer | None = None
         self._conditions = ConditionLog(log)
@@ -296,6 +298,10 @@ class MQClientInstance:
                     consumer.update_topic_subscribe_info(topic, list(queues))
         self.topic_route_table[topic] = route
         return new_broker
+
+    def refresh_route_soon(self, topic: str) -> None:
+        """A broker of `topic`'s route could not be reached: fetch the route now (rate-limited)."""
+        self._route_refresher.request(topic)
 
     async def update_topic_route_info_from_name_server_all(self) -> None:
         topics: set[str] = set()

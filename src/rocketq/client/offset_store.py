@@ -28,7 +28,7 @@ from rocketq.codec.bodies import MessageQueue
 from rocketq.codec.bodies.client import mq_table
 from rocketq.codec.codes import ResponseCode
 from rocketq.codec.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
-from rocketq.errors import BrokerNotFound
+from rocketq.errors import BrokerNotFound, RemotingError
 
 __all__ = [
     "LocalFileOffsetStore",
@@ -111,7 +111,8 @@ class RemoteBrokerOffsetStore(OffsetStore):
     def __init__(self, client: Any, group_name: str) -> None:
         super().__init__(group_name)
         # An MQClientInstance: find_broker_address_in_subscribe, update_topic_route_info_from_name_server,
-        # api (query_consumer_offset / update_consumer_offset[_oneway]), config.mq_client_api_timeout.
+        # refresh_route_soon, api (query_consumer_offset / update_consumer_offset[_oneway]),
+        # config.mq_client_api_timeout.
         self._client = client
         # The offset each queue had on the broker when we last read or wrote it. Persisting that
         # same value again could only move the broker back: a queue taken over and dropped again
@@ -190,6 +191,8 @@ class RemoteBrokerOffsetStore(OffsetStore):
                     caller, self.group_name, self._client.client_id, mq, offset)
             self._failing.clear(("write", mq.broker_name))
         except Exception as e:
+            if isinstance(e, RemotingError):  # the broker moved? (see ConsumerInner._check_reachable)
+                self._client.refresh_route_soon(mq.topic)
             self._failing.report(("write", mq.broker_name), "failing",
                                  "updateConsumeOffsetToBroker exception, %s: %s (said once per broker "
                                  "until a write to it succeeds)", mq, e)

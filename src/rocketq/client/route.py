@@ -1,16 +1,21 @@
 """Where a topic can be written and read: TopicPublishInfo and the route -> queues conversions
-(RocketMQ's MQClientInstance.topicRouteData2TopicPublishInfo / ...SubscribeInfo)."""
+(RocketMQ's MQClientInstance.topicRouteData2TopicPublishInfo / ...SubscribeInfo), and the
+rate-limited route refresh a client runs when a broker of a route cannot be reached."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from rocketq.codec.bodies import MessageQueue, QueueData, TopicRouteData
 
 __all__ = [
     "PERM_READ",
     "PERM_WRITE",
+    "RouteRefresher",
     "TopicPublishInfo",
     "clip_default_route",
     "publish_info_from_route",
@@ -113,3 +118,31 @@ def clip_default_route(route: TopicRouteData, default_topic_queue_nums: int) -> 
         broker_datas=route.broker_datas,
         filter_server_table=route.filter_server_table,
     )
+
+
+class RouteRefresher:
+    """Fetches a topic's route in the background at once, at most once per `interval` seconds per
+    topic: a producer or consumer could not reach the broker its route names (a controller-mode
+    failover promotes a slave to master at another address), so waiting for the 30 s poll would
+    stall it that long."""
+
+    def __init__(self, fetch: Callable[[str], Coroutine[Any, Any, bool]], interval: float = 1.0) -> None:
+        self._fetch = fetch
+        self._interval = interval
+        self._last: dict[str, float] = {}
+        self._running: set[asyncio.Task[bool]] = set()
+
+    def request(self, topic: str) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if now - self._last.get(topic, -self._interval) < self._interval:
+            return
+        self._last[topic] = now
+        task = loop.create_task(self._fetch(topic))
+        self._running.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[bool]) -> None:
+        self._running.discard(task)
+        if not task.cancelled():
+            task.exception()  # the fetch logs its own failures

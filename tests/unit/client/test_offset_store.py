@@ -153,6 +153,9 @@ class _BrokerClient:
         self.route_updates.append(topic)
         return False
 
+    def refresh_route_soon(self, topic: str) -> None:
+        self.route_updates.append(topic)
+
 
 class TestRemoteBrokerOffsetStore(OffsetStoreConformance):
     nothing_stored = 0

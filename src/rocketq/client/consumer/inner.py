@@ -26,7 +26,7 @@ from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, Remot
 from rocketq.client.producer.validators import check_group
 from rocketq.client.rebalance.impl import RebalanceImpl, retry_topic
 from rocketq.codec.bodies import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
-from rocketq.errors import GroupAlreadyRegistered, InvalidArgument, ServiceStateError
+from rocketq.errors import GroupAlreadyRegistered, InvalidArgument, RemotingError, ServiceStateError
 
 __all__ = ["ConsumerInner"]
 
@@ -205,6 +205,12 @@ class ConsumerInner:
             self.rebalance_impl.topic_subscribe_info_table[topic] = set(queues)
 
     # -- pulls -------------------------------------------------------------------------------------
+
+    def _check_reachable(self, topic: str, exc: BaseException) -> None:
+        """A pull found no broker at its address: the route may be stale (a controller-mode
+        failover moved the master), so fetch it now rather than at the 30 s poll."""
+        if isinstance(exc, RemotingError) and self._client is not None:
+            self._client.refresh_route_soon(topic)
 
     def _exception_delay(self) -> float:
         client = self._client

@@ -465,6 +465,7 @@ class PushConsumer(ConsumerInner):
                 return self._exception_delay()
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 log.warning("execute the pull request exception, %s: %r", request, e)
+            self._check_reachable(mq.topic, e)
             if code == ResponseCode.FLOW_CONTROL:
                 return BROKER_FLOW_CONTROL_DELAY
             return self._exception_delay()

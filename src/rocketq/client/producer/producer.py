@@ -114,7 +114,6 @@ class Producer:
         self._max_size = config.max_message_size
         self._timeout = config.send_msg_timeout / 1000.0
         self._instance: MQClientInstance | None = None
-        self._route_refreshed: dict[str, float] = {}  # refresh_route_soon's last fetch per topic
         self.trace: SendTraceHook | None = None  # enable_trace: sees every send (client/trace/)
         # the automatic batching of send_async / send (made at start, when the loop is known)
         self._batch_async: AutoBatcher | None = None
@@ -135,14 +134,9 @@ class Producer:
         return self._instance
 
     def refresh_route_soon(self, topic: str) -> None:
-        """Fetch `topic`'s route in the background, at most once a second per topic (a send could
-        not connect to the broker its route names)."""
-        now = self.loop.time()
-        if self._instance is None or now - self._route_refreshed.get(topic, -1.0) < 1.0:
-            return
-        self._route_refreshed[topic] = now
-        task = self.loop.create_task(self._instance.update_topic_route_info_from_name_server(topic))
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        """A send could not connect to the broker `topic`'s route names: fetch the route now."""
+        if self._instance is not None:
+            self._instance.refresh_route_soon(topic)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
