@@ -1,7 +1,7 @@
 """Replication benchmarks (docs/ha.md): a master and a slave, each its own core's worth of Python.
 
     .venv/bin/python -m benchmarks ha
-    .venv/bin/python benchmarks/bench_ha.py [--duration S] [--backlog-mb N]
+    .venv/bin/python benchmarks/bench_ha.py [--duration S] [--backlog-mb N] [--rounds N]
 
 Three measurements, each against `rocketq up --replicas 1` (master and slave in one process, as a
 newcomer starts them) or two processes where stated:
@@ -13,16 +13,22 @@ newcomer starts them) or two processes where stated:
   slave runs in its own process, while GET_BROKER_HA_STATUS is sampled every 100 ms; the lag in
   bytes and in time at the measured rate;
 * catch-up: a master (its own process) holds a backlog of --backlog-mb MiB (default 512), then an
-  empty slave (its own process) starts; the time from its start to having everything, in MB/s.
+  empty slave (its own process) starts; the time from its start to having everything, in MB/s,
+  and from its connection on (the copy alone), with the slave's CPU seconds (MB per CPU second
+  hardly depends on how busy the shared machine is).
 
-The client is bench_send's pre-encoded, pipelining sender, so the figures are the brokers'. Prints
-figures and returns them from `run()`; never asserts times.
+Each measurement runs --rounds times (default 3; the catch-up against one backlog, a new empty
+slave each time) and shows the best and the median with the load average. The client is
+bench_send's pre-encoded, pipelining sender, so the figures are the brokers'. Prints figures and
+returns them from `run()`; never asserts times.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +48,7 @@ from rocketq.remoting import RemotingClient
 
 DURATION = 5.0
 BACKLOG_MB = 512
+ROUNDS = 3
 GROUP = "bench-ha"
 SEGMENT = ("mappedFileSizeCommitLog=268435456",)  # 256 MiB: the backlog spans segments
 
@@ -68,10 +75,10 @@ async def _send_rate(role: str, duration: float) -> dict[str, float]:
     return figures
 
 
-def start_slave(master: BrokerProcess) -> subprocess.Popen[bytes]:
+def start_slave(master: BrokerProcess, name: str = "slave") -> subprocess.Popen[bytes]:
     """A slave of `master`'s group in its own process (as on its own machine), empty."""
     return subprocess.Popen(
-        [*rocketq_command(), "broker", "--data-dir", str(master.data_dir / "slave"), "--broker-port", "0",
+        [*rocketq_command(), "broker", "--data-dir", str(master.data_dir / name), "--broker-port", "0",
          "-n", master.namesrv, "--log-level", "WARNING", "--set", f"brokerName={GROUP}",
          "--set", "brokerId=1", "--set", "brokerRole=SLAVE", *(a for s in SEGMENT for a in ("--set", s))],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -128,52 +135,92 @@ async def _lag(duration: float) -> dict[str, float]:
     return out
 
 
-async def _catch_up(backlog_mb: int) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _catch_up(backlog_mb: int, rounds: int) -> list[dict[str, float]]:
     target = backlog_mb << 20
+    out = []
     with BrokerProcess(f"brokerName={GROUP}", *SEGMENT, name="bench-ha-backlog") as master:
         await _create_topic(master.broker)
         async with RemotingClient() as client:
             while (await ha_status(client, master.broker))["masterCommitLogMaxOffset"] < target:
                 await _drive(PHASES["batch"], master, batch_pool(), 3.0, None)
             total = (await ha_status(client, master.broker))["masterCommitLogMaxOffset"]
-            t0 = time.monotonic()
-            slave = start_slave(master)
-            try:
-                acked = 0
-                while acked < total:
-                    conns = (await ha_status(client, master.broker))["haConnectionInfo"]
-                    acked = int(conns[0]["slaveAckOffset"]) if conns else 0
-                    await asyncio.sleep(0.05)
-                seconds = time.monotonic() - t0
-            finally:
-                stop_slave(slave)
-    mb_s = total / 1e6 / seconds
-    print(f"  empty slave beside a {total / 2**20:,.0f} MiB backlog: caught up in {seconds:.1f} s "
-          f"(process start included) = {mb_s:,.0f} MB/s")
-    return {"backlog_mib": total / 2**20, "seconds": seconds, "mb_per_s": mb_s}
+            for i in range(rounds):
+                t0 = time.monotonic()
+                slave = start_slave(master, f"slave{i}")
+                try:
+                    acked, connected = 0, 0.0
+                    while acked < total:
+                        conns = (await ha_status(client, master.broker))["haConnectionInfo"]
+                        if conns and not connected:
+                            connected = time.monotonic()
+                        acked = int(conns[0]["slaveAckOffset"]) if conns else 0
+                        await asyncio.sleep(0.02)
+                    done = time.monotonic()
+                    cpu = _cpu_seconds(slave.pid)
+                finally:
+                    stop_slave(slave)
+                f = {"backlog_mib": total / 2**20, "seconds": done - t0,
+                     "mb_per_s": total / 1e6 / (done - t0),
+                     "copy_mb_per_s": total / 1e6 / (done - connected), "slave_cpu_s": cpu,
+                     "mb_per_cpu_s": total / 1e6 / cpu, "load_avg_1min": os.getloadavg()[0]}
+                print(f"  empty slave beside a {total / 2**20:,.0f} MiB backlog: caught up in "
+                      f"{f['seconds']:.1f} s (process start included) = {f['mb_per_s']:,.0f} MB/s; from its "
+                      f"connection {f['copy_mb_per_s']:,.0f} MB/s; slave CPU {cpu:.1f} s = "
+                      f"{f['mb_per_cpu_s']:,.0f} MB per CPU second; load {f['load_avg_1min']:.1f}")
+                out.append(f)
+    return out
 
 
-def run(duration: float = DURATION, backlog_mb: int = BACKLOG_MB) -> dict[str, float]:
+def _best_median(rounds: list[dict[str, float]], key: str, lowest: bool = False) -> tuple[float, float]:
+    values = [r[key] for r in rounds]
+    return (min(values) if lowest else max(values)), statistics.median(values)
+
+
+def run(duration: float = DURATION, backlog_mb: int = BACKLOG_MB, rounds: int = ROUNDS) -> dict[str, float]:
     async def main() -> dict[str, float]:
         print("send rate, SEND_MESSAGE_V2 128 B, 64 in flight, 1 connection, ASYNC_FLUSH, one slave:")
-        a = await _send_rate("ASYNC_MASTER", duration)
-        s = await _send_rate("SYNC_MASTER", duration)
-        ratio = s["msgs_per_s"] / a["msgs_per_s"] if a["msgs_per_s"] else 0.0
-        print(f"  SYNC_MASTER / ASYNC_MASTER = {ratio:.0%}")
+        a = [await _send_rate("ASYNC_MASTER", duration) for _ in range(rounds)]
+        s = [await _send_rate("SYNC_MASTER", duration) for _ in range(rounds)]
+        a_best, a_med = _best_median(a, "msgs_per_s")
+        s_best, s_med = _best_median(s, "msgs_per_s")
+        ratio = s_med / a_med if a_med else 0.0
+        print(f"  ASYNC_MASTER best {a_best:,.0f} median {a_med:,.0f} msgs/s "
+              f"({statistics.median(r['broker_cpu_us_per_msg'] for r in a):.1f} broker CPU us/msg); "
+              f"SYNC_MASTER best {s_best:,.0f} median {s_med:,.0f} msgs/s "
+              f"({statistics.median(r['broker_cpu_us_per_msg'] for r in s):.1f} us/msg); "
+              f"SYNC / ASYNC (medians) = {ratio:.0%}; load {os.getloadavg()[0]:.1f}")
         print("slave lag at full produce rate:")
-        lag = await _lag(duration)
+        lag = [await _lag(duration) for _ in range(rounds)]
+        lag_rate_best, lag_rate_med = _best_median(lag, "msgs_per_s")
+        print(f"  produce best {lag_rate_best:,.0f} median {lag_rate_med:,.0f} msgs/s; lag max "
+              f"(best/median) {_best_median(lag, 'lag_max_ms', lowest=True)[0]:.0f}/"
+              f"{_best_median(lag, 'lag_max_ms')[1]:.0f} ms, mean "
+              f"{_best_median(lag, 'lag_mean_ms')[1]:.0f} ms median; load {os.getloadavg()[0]:.1f}")
         print("catch-up:")
-        up = await _catch_up(backlog_mb)
+        up = await _catch_up(backlog_mb, rounds)
+        up_best, up_med = _best_median(up, "mb_per_s")
+        copy_best, copy_med = _best_median(up, "copy_mb_per_s")
+        print(f"  catch-up best {up_best:,.0f} median {up_med:,.0f} MB/s (start included); the copy "
+              f"alone best {copy_best:,.0f} median {copy_med:,.0f} MB/s; "
+              f"{statistics.median(r['mb_per_cpu_s'] for r in up):,.0f} MB per slave CPU second (median)")
         return {
-            "async_master_msgs_per_s": a["msgs_per_s"],
-            "sync_master_msgs_per_s": s["msgs_per_s"],
+            "async_master_msgs_per_s": a_med,
+            "sync_master_msgs_per_s": s_med,
             "sync_over_async": ratio,
-            "sync_master_ack_p50_ms": s["ack_p50_ms"],
-            "lag_produce_msgs_per_s": lag["msgs_per_s"],
-            "lag_max_ms": lag["lag_max_ms"],
-            "lag_mean_ms": lag["lag_mean_ms"],
-            "catch_up_backlog_mib": up["backlog_mib"],
-            "catch_up_mb_per_s": up["mb_per_s"],
+            "sync_master_ack_p50_ms": statistics.median(r["ack_p50_ms"] for r in s),
+            "lag_produce_msgs_per_s": lag_rate_med,
+            "lag_max_ms": _best_median(lag, "lag_max_ms")[1],
+            "lag_mean_ms": _best_median(lag, "lag_mean_ms")[1],
+            "lag_max_bytes": _best_median(lag, "lag_max_bytes")[1],
+            "catch_up_backlog_mib": up[0]["backlog_mib"],
+            "catch_up_mb_per_s": up_med,
+            "catch_up_copy_mb_per_s": copy_med,
+            "catch_up_mb_per_slave_cpu_s": statistics.median(r["mb_per_cpu_s"] for r in up),
         }
 
     return asyncio.run(main())
@@ -183,8 +230,9 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--duration", type=float, default=DURATION)
     p.add_argument("--backlog-mb", type=int, default=BACKLOG_MB)
+    p.add_argument("--rounds", type=int, default=ROUNDS)
     a = p.parse_args(argv)
-    run(a.duration, a.backlog_mb)
+    run(a.duration, a.backlog_mb, a.rounds)
     return 0
 
 
