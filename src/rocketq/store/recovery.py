@@ -416,15 +416,13 @@ def _tags_codes(
     delay: list[int],
 ) -> list[int]:
     """tagsCode of each record in `rows`, read straight from the mapped properties (the TAGS of
-    all of them in one regex pass; the schedule topic's delivery times one by one)."""
+    all of them in a few numpy passes; the schedule topic's delivery times one by one)."""
     pstart, plen = f["pstart"][rows], f["plen"][rows]
     out = [0] * len(rows)
     if not len(rows):
         return out
-    lo = int(pstart[0])
-    region = bytes(mf.buf[lo : int(pstart[-1] + plen[-1])])
     cache: dict[bytes, int] = {}
-    found, values = _last_values(lo, region, pstart, pstart + plen, _TAGS_KEY)
+    found, values = _last_values(_Props(mf, pstart, plen), _TAGS_KEY)
     for i, raw in zip(found.tolist(), values, strict=True):
         code = cache.get(raw)
         if code is None:
@@ -450,30 +448,41 @@ _KEYS_KEY = _entry_key(MessageConst.PROPERTY_KEYS)
 _ENTRY_END = 2  # \x02 ends a property value
 
 
-def _find_all(u8: npt.NDArray[np.uint8], key: bytes) -> I64Array:
-    """Every position of `key` in `u8`: the first byte's hits, narrowed byte by byte (a few
-    numpy passes over the buffer instead of one Python object per match)."""
-    n = len(u8) - len(key) + 1
-    if n <= 0:
-        return np.zeros(0, np.int64)
-    at = np.flatnonzero(u8[:n] == key[0])
-    for j in range(1, len(key)):
-        at = at[u8[at + j] == key[j]]
-    return at.astype(np.int64, copy=False)
+class _Props:
+    """The properties of many records (ascending positions in one segment) as one copied stretch
+    of bytes, with where each property entry may start: at a record's properties or after a
+    \x02 (some of those lie in bodies; `_last_values` drops them). One pass over the bytes
+    serves every name looked up in them."""
+
+    __slots__ = ("ends", "lo", "pend", "pstart", "region", "starts", "u8")
+
+    def __init__(self, mf: MappedFile, pstart: I64Array, plen: I64Array) -> None:
+        self.lo = lo = int(pstart[0])
+        self.region = bytes(mf.buf[lo : int(pstart[-1] + plen[-1])])
+        self.pstart, self.pend = pstart, pstart + plen
+        self.u8 = np.frombuffer(self.region, dtype=np.uint8)
+        self.ends = np.flatnonzero(self.u8 == _ENTRY_END)
+        self.starts = np.sort(np.concatenate((pstart - lo, self.ends + 1)))
+
+    def find(self, key: bytes) -> I64Array:
+        """Where an entry named by `key` (the name and its \x01) may start, relative to `lo`."""
+        u8 = self.u8
+        at = self.starts[self.starts + len(key) <= len(u8)]
+        for j, byte in enumerate(key):
+            at = at[u8[at + j] == byte]
+        return at.astype(np.int64, copy=False)
 
 
-def _last_values(lo: int, region: bytes, pstart: I64Array, pend: I64Array,
-                 key: bytes) -> tuple[I64Array, list[bytes]]:
+def _last_values(props: _Props, key: bytes) -> tuple[I64Array, list[bytes]]:
     """(record index, value) of the entry `key` names in each record's properties that has
-    one, the last one when there are several (as decode_properties). `region` holds the records'
-    properties from absolute offset `lo`; hits outside a properties block (a body) or not at an
-    entry's start ("XKEYS") are dropped with numpy."""
-    u8 = np.frombuffer(region, dtype=np.uint8)
-    rel = _find_all(u8, key)
+    one, the last one when there are several (as decode_properties); hits outside a properties
+    block (a body) or not at an entry's start ("XKEYS") are dropped with numpy."""
+    rel = props.find(key)
     if not len(rel):
         return np.zeros(0, np.int64), []
+    u8, ends, lo, region = props.u8, props.ends, props.lo, props.region
+    pstart, pend = props.pstart, props.pend
     v0 = rel + len(key)
-    ends = np.flatnonzero(u8 == _ENTRY_END)
     nxt = np.searchsorted(ends, v0)
     v1 = np.where(nxt < len(ends), ends[np.minimum(nxt, len(ends) - 1)], len(u8)) if len(ends) \
         else np.full(len(v0), len(u8), np.int64)
@@ -491,13 +500,11 @@ def _last_values(lo: int, region: bytes, pstart: I64Array, pend: I64Array,
 def _index_keys(mf: MappedFile, pstart: I64Array, plen: I64Array) -> tuple[I64Array, list[str]]:
     """UNIQ_KEY and each KEYS word of many records (ascending positions in one segment), as
     (record index per key, key): `index_keys_of` in bulk."""
-    lo, hi = int(pstart[0]), int(pstart[-1] + plen[-1])
-    region = bytes(mf.buf[lo:hi])
-    pend = pstart + plen
+    props = _Props(mf, pstart, plen)
     rows: list[int] = []
     keys: list[str] = []
-    u_rows, u_vals = _last_values(lo, region, pstart, pend, _UNIQ_KEY)
-    k_rows, k_vals = _last_values(lo, region, pstart, pend, _KEYS_KEY)
+    u_rows, u_vals = _last_values(props, _UNIQ_KEY)
+    k_rows, k_vals = _last_values(props, _KEYS_KEY)
     rows += u_rows.tolist()
     keys += [v.decode("utf-8", "replace") for v in u_vals]
     for row, words in zip(k_rows.tolist(), k_vals, strict=True):
