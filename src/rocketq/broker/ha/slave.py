@@ -95,7 +95,8 @@ class HAClient:
 
     async def _session(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
+        connecting = asyncio.open_connection(host, int(port), limit=READ_SIZE)
+        reader, writer = await asyncio.wait_for(connecting, 3.0)
         self.connected = True
         self._writer = writer
         log.info("slave: connected to master %s, reporting offset %d", addr, self.replica.max_offset)
