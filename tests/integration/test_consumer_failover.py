@@ -13,14 +13,12 @@ import pytest
 from tests.harness import unique_name, wait_until
 from tests.integration.test_controller_failover import (
     QUEUES,
-    _eq,
     accepts,
     controlled_group,
+    elected_pair,
     master_is,
-    member,
-    route_master,
 )
-from tests.wire import create_topic, send_message
+from tests.wire import send_message
 
 from rocketq.aio import ConsumeStatus, PushConsumer
 from rocketq.remoting import RemotingClient
@@ -31,13 +29,7 @@ pytestmark = pytest.mark.timeout(240)
 async def test_push_consumer_follows_the_promoted_master_at_once(tmp_path: Path) -> None:
     with controlled_group(tmp_path) as g:
         async with RemotingClient() as client:
-            b0 = member(tmp_path, g, 0)
-            await wait_until(lambda: master_is(client, g, b0.addr), timeout=60)
-            b1 = member(tmp_path, g, 1)
-            await wait_until(lambda: master_is(client, g, b0.addr, in_sync=2), timeout=60)
-            topic = unique_name("CtlCons")
-            assert (await create_topic(client, b0.addr, topic, read=QUEUES, write=QUEUES)).code == 0
-            await wait_until(lambda: _eq(route_master(client, g["ns"].addr, topic), b0.addr), timeout=30)
+            b0, b1, topic = await elected_pair(tmp_path, g, client, "CtlCons")
 
             bodies: set[bytes] = set()
 

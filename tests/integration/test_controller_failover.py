@@ -121,16 +121,23 @@ async def read_keys(client: RemotingClient, addr: str, topic: str) -> set[str]:
     return {m.uniq_key for m in await read_messages(client, addr, topic)}
 
 
+async def elected_pair(tmp_path: Path, g: dict[str, Server], client: RemotingClient,
+                       prefix: str) -> tuple[Server, Server, str]:
+    """Members 0 (elected master) and 1 (in sync), and a topic routed to the master."""
+    b0 = member(tmp_path, g, 0)
+    await wait_until(lambda: master_is(client, g, b0.addr), timeout=60)
+    b1 = member(tmp_path, g, 1)
+    await wait_until(lambda: master_is(client, g, b0.addr, in_sync=2), timeout=60)
+    topic = unique_name(prefix)
+    assert (await create_topic(client, b0.addr, topic, read=QUEUES, write=QUEUES)).code == 0
+    await wait_until(lambda: _eq(route_master(client, g["ns"].addr, topic), b0.addr), timeout=30)
+    return b0, b1, topic
+
+
 async def test_master_killed_slave_promoted_and_old_master_rejoins(tmp_path: Path) -> None:
     with controlled_group(tmp_path) as g:
         async with RemotingClient() as client:
-            b0 = member(tmp_path, g, 0)
-            await wait_until(lambda: master_is(client, g, b0.addr), timeout=60)
-            b1 = member(tmp_path, g, 1)
-            await wait_until(lambda: master_is(client, g, b0.addr, in_sync=2), timeout=60)
-            topic = unique_name("CtlT")
-            assert (await create_topic(client, b0.addr, topic, read=QUEUES, write=QUEUES)).code == 0
-            await wait_until(lambda: _eq(route_master(client, g["ns"].addr, topic), b0.addr), timeout=30)
+            b0, b1, topic = await elected_pair(tmp_path, g, client, "CtlT")
 
             acked: list[str] = []
             async with Producer(unique_name("CtlPG"), namesrv_addr=g["ns"].addr, send_msg_timeout=3000,
