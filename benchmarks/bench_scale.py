@@ -1,6 +1,7 @@
 """Scale shape: does a message cost more as the backlog grows, or with 1,000 topics x 8 queues?
 
     .venv/bin/python benchmarks/bench_scale.py [--sizes 1,2,4] [--topics 1000] [--seconds 10]
+    .venv/bin/python benchmarks/bench_scale.py --sizes 1,10,25,50 --topics 0   # the long backlog run
 
 Backlog (the store in this process, as the broker drives it): 128 B messages, each with a UNIQ_KEY
 (so the index grows too), 8 queues, are appended in batches of 100 until the backlog reaches each
@@ -8,11 +9,17 @@ size in ``--sizes`` (millions). At each size it times a fixed slice: appending t
 (commit log + consume queues + index, i.e. produce), and reading 200k back in 32-message pulls
 (the broker's read for a PULL) at the head of the backlog (oldest files) and at its tail. A store
 whose per-message cost grows with the backlog shows falling rates and rising CPU per message along
-the rows. The disk used is printed per row.
+the rows. The disk used is printed per row. The fill stops by itself before a size whose
+estimated disk use would leave less than ``--min-free-gb`` free, or once ``--max-minutes`` have
+gone by; the store is removed afterwards.
 
 Topics (a real `rocketq up`): the broker's idle CPU with its default topics, then after creating
 ``--topics`` topics of 8 queues, each over ``--seconds``; and the broker CPU per message of 100k
-sends (aio producer, 256 in flight) to one topic, then round-robin over all the created topics.
+sends (aio producer, 256 in flight) to one topic, then round-robin over all the created topics:
+once with the producer's automatic batching (its default; round-robin over 8,000 queues leaves
+nothing to gather, one topic's 8 queues batch well) and once with it off (plain single sends, the
+like-for-like comparison), with the broker's page faults per message (/proc/PID/stat minflt).
+``--topics 0`` skips this part.
 
 On a shared machine the rates move with the load (printed); CPU per message is the steadier figure.
 Prints a table and returns the figures from `run()`; never asserts times.
@@ -32,8 +39,10 @@ from typing import Any
 
 try:
     from benchmarks._cluster import BrokerProcess
+    from benchmarks._record import record
 except ImportError:  # run as benchmarks/<this>.py, whose folder is sys.path[0]
     from _cluster import BrokerProcess  # type: ignore[no-redef]
+    from _record import record  # type: ignore[no-redef]
 
 from rocketq.codec.message import UniqIdGenerator, encode_properties
 from rocketq.store import MessageBatchToStore, MessageStore, MessageStoreConfig
@@ -113,15 +122,33 @@ def _row_line(row: dict[str, float]) -> str:
             f"load {_load()}")
 
 
-def backlog(sizes_m: list[float], root: str) -> list[dict[str, float]]:
+def _room_for(root: str, rows: list[dict[str, float]], target: int, min_free_gb: float) -> bool:
+    """Whether filling to `target` messages leaves `min_free_gb` free, at the disk use per
+    message seen so far (1 KiB a message before the first row)."""
+    per_msg = rows[-1]["disk_mib"] * 2**20 / rows[-1]["backlog_msgs"] if rows else 1024.0
+    have = rows[-1]["backlog_msgs"] if rows else 0.0
+    free = shutil.disk_usage(root).free
+    return free - (target - have) * per_msg >= min_free_gb * 2**30
+
+
+def backlog(sizes_m: list[float], root: str, min_free_gb: float = 10.0,
+            max_minutes: float = 60.0) -> list[dict[str, float]]:
     store = MessageStore(MessageStoreConfig(store_path_root_dir=root))
     store.load()
     topic = "BenchScale"
     fill = _Filler(store, topic)
-    rows = []
+    rows: list[dict[str, float]] = []
+    deadline = time.monotonic() + max_minutes * 60
     try:
         for size_m in sizes_m:
             target = int(size_m * 1_000_000)
+            if not _room_for(root, rows, target, min_free_gb):
+                print(f"stop before {size_m:g}M: it would leave less than {min_free_gb:g} GB free",
+                      flush=True)
+                break
+            if time.monotonic() > deadline:
+                print(f"stop before {size_m:g}M: past --max-minutes {max_minutes:g}", flush=True)
+                break
             if fill.count < target - SLICE:
                 fill.append(target - SLICE - fill.count)
             wall, cpu, _ = _timed(fill.append, SLICE)
@@ -161,12 +188,13 @@ async def _create_topics(broker: str, names: list[str]) -> None:
         await client.close()
 
 
-async def _send(namesrv: str, topics: list[str], n: int, window: int = 256) -> None:
+async def _send(namesrv: str, topics: list[str], n: int, auto_batch: bool, window: int = 256) -> None:
     """`n` sends round-robin over `topics` with `window` in flight (n = 0: only the warm-up)."""
     from rocketq.client.message import Message
     from rocketq.client.producer import Producer
 
-    producer = Producer(f"bench_scale_{os.getpid()}", namesrv_addr=namesrv, send_msg_timeout=30_000)
+    producer = Producer(f"bench_scale_{os.getpid()}", namesrv_addr=namesrv, send_msg_timeout=30_000,
+                        auto_batch=auto_batch)
     await producer.start()
     try:
         sem = asyncio.Semaphore(window)
@@ -207,17 +235,28 @@ def _idle(broker: BrokerProcess, seconds: float) -> float:
     return 100.0 * (broker.cpu_seconds() - c) / (time.monotonic() - t)
 
 
-def _send_cost(broker: BrokerProcess, topics: list[str], n: int) -> tuple[float, float, float]:
-    """(msgs/s, broker CPU us per message) of `n` sends round-robin over `topics`, and the broker
-    CPU seconds per queue of the warm-up that came first (each queue's first message)."""
-    c, t = broker.cpu_seconds(), time.perf_counter()
-    asyncio.run(_send(broker.namesrv, topics, 0))
+def _minflt(pid: int) -> int:
+    """Minor page faults of process `pid` so far (/proc/PID/stat field 10)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _send_cost(broker: BrokerProcess, topics: list[str], n: int, auto_batch: bool
+               ) -> tuple[float, float, float, float]:
+    """(msgs/s, broker CPU us per message, broker minor faults per message) of `n` sends
+    round-robin over `topics`, and the broker CPU seconds per queue of the warm-up that came
+    first (each queue's first message the first time)."""
+    c = broker.cpu_seconds()
+    asyncio.run(_send(broker.namesrv, topics, 0, auto_batch))
     warm = (broker.cpu_seconds() - c) / (len(topics) * QUEUES)
-    c, t = broker.cpu_seconds(), time.perf_counter()
-    asyncio.run(_send(broker.namesrv, topics, n))
+    c, f, t = broker.cpu_seconds(), _minflt(broker.pid), time.perf_counter()
+    asyncio.run(_send(broker.namesrv, topics, n, auto_batch))
     wall = time.perf_counter() - t
     # the second run's warm-up touches only queues that exist: its cost is in the figure, small
-    return n / wall, (broker.cpu_seconds() - c) / n * 1e6, warm
+    return n / wall, (broker.cpu_seconds() - c) / n * 1e6, (_minflt(broker.pid) - f) / n, warm
 
 
 def topics(count: int, seconds: float, sends: int = 100_000) -> dict[str, float]:
@@ -227,42 +266,51 @@ def topics(count: int, seconds: float, sends: int = 100_000) -> dict[str, float]
         figures["idle_cpu_pct_default_topics"] = _idle(broker, seconds)
         one = ["BenchScaleOne"]
         asyncio.run(_create_topics(broker.broker, one))
-        rate1, us1, _ = _send_cost(broker, one, sends)
         names = [f"BenchScale{i:04d}" for i in range(count)]
         t = time.perf_counter()
         asyncio.run(_create_topics(broker.broker, names))
         figures["create_topics_s"] = time.perf_counter() - t
         time.sleep(3.0)  # the registration with the name server that the creations triggered
         figures[f"idle_cpu_pct_{count}_topics"] = _idle(broker, seconds)
-        rate_n, us_n, warm = _send_cost(broker, names, sends)
-        figures["first_message_per_queue_broker_cpu_ms"] = warm * 1e3
-        figures.update({"send_1_topic_msgs_per_s": rate1, "send_1_topic_broker_cpu_us_per_msg": us1,
-                        f"send_{count}_topics_msgs_per_s": rate_n,
-                        f"send_{count}_topics_broker_cpu_us_per_msg": us_n})
+        for auto_batch in (True, False):
+            mode = "auto_batch" if auto_batch else "single"
+            for label, targets in (("1_topic", one), (f"{count}_topics", names)):
+                rate, us, flt, warm = _send_cost(broker, targets, sends, auto_batch)
+                if auto_batch and targets is names:
+                    figures["first_message_per_queue_broker_cpu_ms"] = warm * 1e3
+                figures.update({f"send_{mode}_{label}_msgs_per_s": rate,
+                                f"send_{mode}_{label}_broker_cpu_us_per_msg": us,
+                                f"send_{mode}_{label}_broker_minflt_per_msg": flt})
+                print(f"{sends:,} sends ({mode}, 256 in flight) to {label.replace('_', ' ')}: {rate:,.0f}/s, "
+                      f"broker {us:.2f} us/msg, {flt:.3f} minor faults/msg | load {_load()}", flush=True)
+        figures[f"idle_cpu_pct_{count}_topics_after_sends"] = _idle(broker, seconds)
     print(f"created {count} topics x {QUEUES} queues in {figures['create_topics_s']:.1f} s; each queue's "
           f"first message cost the broker {figures['first_message_per_queue_broker_cpu_ms']:.2f} ms of CPU")
     idle_n = figures[f"idle_cpu_pct_{count}_topics"]
     print(f"broker idle CPU: {figures['idle_cpu_pct_default_topics']:.2f} % of a core with its default "
-          f"topics, {idle_n:.2f} % with {count} topics ({seconds:.0f} s each)")
-    print(f"{sends:,} sends, 256 in flight: 1 topic {rate1:,.0f}/s, broker {us1:.2f} us/msg | "
-          f"round-robin over {count} topics {rate_n:,.0f}/s, broker {us_n:.2f} us/msg | load {_load()}")
+          f"topics, {idle_n:.2f} % with {count} topics, "
+          f"{figures[f'idle_cpu_pct_{count}_topics_after_sends']:.2f} % after the sends "
+          f"({seconds:.0f} s each)")
     return figures
 
 
 def run(
-    sizes_m: list[float] | None = None, topic_count: int = 1000, seconds: float = 10.0
+    sizes_m: list[float] | None = None, topic_count: int = 1000, seconds: float = 10.0,
+    min_free_gb: float = 10.0, max_minutes: float = 60.0,
 ) -> dict[str, float]:
-    sizes_m = sizes_m or [1, 2, 4]
+    sizes_m = [1, 2, 4] if sizes_m is None else sizes_m
     print(f"load average {_load()}")
-    root = tempfile.mkdtemp(prefix="rocketq-bench-scale-")
     figures: dict[str, float] = {}
-    try:
-        for row in backlog(sizes_m, root):
-            tag = f"{row['backlog_msgs'] / 1e6:g}M"
-            figures.update({f"backlog_{tag}_{k}": v for k, v in row.items() if k != "backlog_msgs"})
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    figures.update(topics(topic_count, seconds))
+    if sizes_m:
+        root = tempfile.mkdtemp(prefix="rocketq-bench-scale-")
+        try:
+            for row in backlog(sizes_m, root, min_free_gb, max_minutes):
+                tag = f"{row['backlog_msgs'] / 1e6:g}M"
+                figures.update({f"backlog_{tag}_{k}": v for k, v in row.items() if k != "backlog_msgs"})
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    if topic_count:
+        figures.update(topics(topic_count, seconds))
     return figures
 
 
@@ -271,9 +319,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sizes", default="1,2,4", help="backlog sizes in millions of messages (default 1,2,4)")
     ap.add_argument("--topics", type=int, default=1000, help="topics of 8 queues to create (default 1000)")
     ap.add_argument("--seconds", type=float, default=10.0, help="each idle CPU window (default 10)")
+    ap.add_argument("--min-free-gb", type=float, default=10.0,
+                    help="stop filling before a size that would leave less disk free (default 10)")
+    ap.add_argument("--max-minutes", type=float, default=60.0,
+                    help="stop filling past this many minutes (default 60)")
     args = ap.parse_args(argv)
     print(f"bench_scale: python {sys.version.split()[0]}, cpus={os.cpu_count()}")
-    run([float(x) for x in args.sizes.split(",")], args.topics, args.seconds)
+    sizes = [float(x) for x in args.sizes.split(",") if x]
+    figures = run(sizes, args.topics, args.seconds, args.min_free_gb, args.max_minutes)
+    print(f"recorded in {record({'scale': figures})}")
     return 0
 
 
