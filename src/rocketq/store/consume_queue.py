@@ -26,6 +26,7 @@ log = logging.getLogger("rocketq.store")
 
 CQ_STORE_UNIT_SIZE: Final = 20
 CQ_RESERVE_WINDOW: Final = 64 * 1024  # bytes of blocks reserved per step (3,276 entries)
+_RECOVER_STEP: Final = 4096  # entries recovery checks at a time (20 pages)
 CQ_DTYPE: Final = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])
 _ENTRY = struct.Struct(">qiq")
 
@@ -103,16 +104,29 @@ class ConsumeQueue:
         if not files:
             self.min_offset = self.max_offset = 0
             return
+        # the last file is the one appends continue in (see _WRITING): reading its few entries
+        # must not fault the rest of it in
+        _advise(files[-1], _WRITING)
         end = files[-1].file_end_offset // CQ_STORE_UNIT_SIZE
         for mf in files[max(0, len(files) - 3) :]:
-            v = self.view(mf)
-            bad = np.flatnonzero((v["size"] <= 0) | (v["phys"] < 0))
-            del v
-            if len(bad):
-                end = mf.file_from_offset // CQ_STORE_UNIT_SIZE + int(bad[0])
+            bad = self._first_bad(mf)
+            if bad is not None:
+                end = mf.file_from_offset // CQ_STORE_UNIT_SIZE + bad
                 break
         self._set_end(end)
         self.min_offset = files[0].file_from_offset // CQ_STORE_UNIT_SIZE
+
+    def _first_bad(self, mf: MappedFile) -> int | None:
+        """Index within `mf` of its first entry that ends a queue (None: every one is valid),
+        looking a step at a time: a queue's last file is mostly never written, and a scan to
+        its end would fault 6 MB in per queue at start-up."""
+        for start in range(0, self.per_file, _RECOVER_STEP):
+            v = self.view(mf, start, min(_RECOVER_STEP, self.per_file - start))
+            bad = np.flatnonzero((v["size"] <= 0) | (v["phys"] < 0))
+            del v
+            if len(bad):
+                return start + int(bad[0])
+        return None
 
     def _set_end(self, end: int) -> None:
         """Make `end` the new max offset: later files go, the tail of the last is cleared."""

@@ -127,3 +127,36 @@ def test_flush_after_a_block_across_files_with_least_pages(tmp_path: Path) -> No
         assert [mf.dirty_bytes() for mf in cq.mfq] == [0, 0]
     finally:
         cq.close()
+
+
+def test_recovery_ends_at_the_first_bad_entry_past_a_step(tmp_path: Path) -> None:
+    """Recovery reads the last files a step at a time: the end it finds is still the first
+    entry with size <= 0, wherever it lies, and the entries after it are cleared."""
+    per_file = 3 * 4096 + 100
+    n = 4096 + 50
+    cq = ConsumeQueue("TopicA", 0, str(tmp_path), per_file * CQ_STORE_UNIT_SIZE)
+    cq.load()
+    cq.reserve_to(n)
+    cq.append_many([1000 * i for i in range(n)], [100] * n, [0] * n)
+    cq.close()
+    path = os.path.join(str(tmp_path), "TopicA", "0", f"{0:020d}")
+    fd = os.open(path, os.O_RDWR)
+    try:  # a torn entry in the second step, valid-looking entries behind it
+        os.pwrite(fd, bytes(CQ_STORE_UNIT_SIZE), 4100 * CQ_STORE_UNIT_SIZE)
+    finally:
+        os.close(fd)
+
+    again = ConsumeQueue("TopicA", 0, str(tmp_path), per_file * CQ_STORE_UNIT_SIZE)
+    again.load()
+    again.recover()
+    try:
+        assert again.max_offset == 4100
+        assert again.max_physic_offset == 1000 * 4099 + 100
+        assert again.entry(4099) == (1000 * 4099, 100, 0)
+        mf = again.mfq.files[0]
+        tail = mf.buf[4100 * CQ_STORE_UNIT_SIZE : n * CQ_STORE_UNIT_SIZE].tobytes()
+        assert tail == bytes(len(tail))  # what followed the torn entry is gone
+        if sys.platform.startswith("linux"):
+            assert _random_read_advised(mf.path)  # the file appends continue in
+    finally:
+        again.close()
