@@ -280,12 +280,15 @@ def build_services(store: ServicedStore) -> list[ServiceTask]:
         return True
 
     last_cq_thorough = [0.0]  # the first round is complete: what recovery rebuilt goes to disk
-    derived_clean_at = [-1]  # the log end when the last complete derived flush began
+    # (log end, log flushed offset) when the last complete derived flush began. The flushed
+    # offset is part of it because the checkpoint takes the commit log's flushed state: a round
+    # that ran before the log's own flush caught up is not the last one needed.
+    derived_clean_at = [(-1, -1)]
 
     async def flush_consume_queues() -> bool:
-        end = cl.max_offset
-        if end == derived_clean_at[0]:
-            return False  # nothing appended since everything derived was flushed
+        state = (cl.max_offset, cl.flushed_offset)
+        if state == derived_clean_at[0]:
+            return False  # nothing appended or flushed since everything derived was flushed
         now = time.monotonic()
         thorough = (now - last_cq_thorough[0]) * 1000 >= store.config.flush_consume_queue_thorough_interval
         if thorough:
@@ -293,7 +296,7 @@ def build_services(store: ServicedStore) -> list[ServiceTask]:
         least = 0 if thorough else store.config.flush_consume_queue_least_pages
         await asyncio.to_thread(store.flush_derived, least)
         if thorough:
-            derived_clean_at[0] = end
+            derived_clean_at[0] = state
         return True
 
     async def drain_index() -> bool:
