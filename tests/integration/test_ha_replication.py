@@ -65,12 +65,18 @@ def broker_group(tmp_path: Path, *extra: str, role: str = "ASYNC_MASTER") -> Ite
 
 async def send(client: RemotingClient, addr: str, topic: str, body: bytes, queue_id: int) -> tuple[int, str]:
     """(response code, UNIQ_KEY) of one SEND_MESSAGE_V2."""
+    response, uniq = await send_command(client, addr, topic, body, queue_id)
+    return response.code, uniq
+
+
+async def send_command(client: RemotingClient, addr: str, topic: str, body: bytes,
+                       queue_id: int) -> tuple[RemotingCommand, str]:
+    """(response, UNIQ_KEY) of one SEND_MESSAGE_V2."""
     props = message_properties()
     uniq = props.split("UNIQ_KEY\x01", 1)[1].split("\x02", 1)[0]
     request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2,
                                       send_header(topic, queue_id=queue_id, properties=props), body)
-    response = await client.invoke(addr, request, 5.0)
-    return response.code, uniq
+    return await client.invoke(addr, request, 5.0), uniq
 
 
 async def read_all(client: RemotingClient, addr: str, topic: str, queues: int = QUEUES) -> list[Any]:
