@@ -284,6 +284,7 @@ class LitePullConsumer(ConsumerInner):
                 raise
             except Exception as e:
                 delay = self._exception_delay()
+                self._check_reachable(state.message_queue.topic, e)
                 self._pull_failed(state, e)
             else:
                 if state.failures:
