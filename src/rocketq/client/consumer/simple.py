@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from rocketq.client.config import ClientConfig, ServiceState
 from rocketq.client.consumer.pop_api import (
@@ -38,13 +38,20 @@ from rocketq.client.producer.validators import check_group
 from rocketq.codec.bodies import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
 from rocketq.codec.message import MessageExt
 from rocketq.codec.pop import parse_extra_info
-from rocketq.errors import GroupAlreadyRegistered, InvalidArgument, ServiceStateError, TopicRouteNotFound
+from rocketq.errors import (
+    GroupAlreadyRegistered,
+    InvalidArgument,
+    RemotingError,
+    ServiceStateError,
+    TopicRouteNotFound,
+)
 
 __all__ = ["MessageView", "SimpleConsumer"]
 
 log = logging.getLogger("rocketq.client")
 
 Duration = float | int | timedelta
+T = TypeVar("T")
 MAX_RECEIVE = 32  # the broker's limit per pop
 
 
@@ -271,6 +278,16 @@ class SimpleConsumer:
             raise ServiceStateError(f"The SimpleConsumer service state is {self.service_state.name}")
         return self.client
 
+    async def _watched(self, topic: str, call: Awaitable[T]) -> T:
+        """`call` to a broker of `topic`; when it cannot reach the broker, the route may be stale (a
+        controller-mode failover moved the master), so fetch it now rather than at the 30 s poll
+        (as ConsumerInner._check_reachable does for pulls)."""
+        try:
+            return await call
+        except RemotingError:
+            self.client.refresh_route_soon(topic)
+            raise
+
     async def receive(self, max_messages: int = 16, invisible_duration: Duration = 30.0) -> list[MessageView]:
         """Up to ``max_messages`` (1..32) messages of one broker; [] when none came within
         ``await_duration``."""
@@ -301,7 +318,9 @@ class SimpleConsumer:
             exp=exp,
         )
         timeout = self.await_duration + client.config.mq_client_api_timeout / 1000.0
-        result = await pop_message(client.remoting_client, addr, broker_name, header, timeout)
+        result = await self._watched(
+            topic, pop_message(client.remoting_client, addr, broker_name, header, timeout)
+        )
         if result.status is not PopStatus.FOUND:
             return []
         shown = self.config.without_namespace(topic)
@@ -316,32 +335,25 @@ class SimpleConsumer:
     async def ack(self, message: MessageView) -> None:
         """Done with `message`: it will not come back."""
         self._running()
-        await ack_message(
-            self.client.remoting_client,
-            message._addr,
-            self._group_wire,
-            self.config.with_namespace(message.topic),
-            message._handle,
+        topic = self.config.with_namespace(message.topic)
+        await self._watched(topic, ack_message(
+            self.client.remoting_client, message._addr, self._group_wire, topic, message._handle,
             self._timeout(),
-        )
+        ))
 
     async def ack_many(self, messages: Sequence[MessageView]) -> None:
         """Ack several messages with one BATCH_ACK_MESSAGE per broker."""
         self._running()
         by_broker: dict[tuple[str, str, str], list[str]] = {}
         for m in messages:
-            by_broker.setdefault((m._addr, m.broker_name, m.topic), []).append(m._handle)
+            key = (m._addr, m.broker_name, self.config.with_namespace(m.topic))
+            by_broker.setdefault(key, []).append(m._handle)
         await asyncio.gather(
             *(
-                batch_ack_messages(
-                    self.client.remoting_client,
-                    addr,
-                    name,
-                    self._group_wire,
-                    self.config.with_namespace(topic),
-                    handles,
+                self._watched(topic, batch_ack_messages(
+                    self.client.remoting_client, addr, name, self._group_wire, topic, handles,
                     self._timeout(),
-                )
+                ))
                 for (addr, name, topic), handles in by_broker.items()
             )
         )
@@ -349,12 +361,8 @@ class SimpleConsumer:
     async def change_invisible_duration(self, message: MessageView, duration: Duration) -> None:
         """`message` stays invisible for `duration` from now (its receipt handle changes)."""
         self._running()
-        message._handle = await change_invisible_time(
-            self.client.remoting_client,
-            message._addr,
-            self._group_wire,
-            self.config.with_namespace(message.topic),
-            message._handle,
-            int(seconds(duration) * 1000),
-            self._timeout(),
-        )
+        topic = self.config.with_namespace(message.topic)
+        message._handle = await self._watched(topic, change_invisible_time(
+            self.client.remoting_client, message._addr, self._group_wire, topic, message._handle,
+            int(seconds(duration) * 1000), self._timeout(),
+        ))
