@@ -19,7 +19,7 @@ from rocketq.codec.message import MessageConst, MessageSysFlag, tags_code
 from rocketq.codec.properties import get_property_bytes, needle
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.index import IndexService
-from rocketq.store.model import ENTRY_TOPIC, SingleEntry
+from rocketq.store.model import SingleEntry
 
 log = logging.getLogger("rocketq.store")
 
@@ -70,8 +70,7 @@ class Dispatcher:
         woken: dict[tuple[ConsumeQueue, int], None] = {}
         keys: list[tuple[str, ...]] = []
         keyed: list[int] = []
-        topic = ENTRY_TOPIC(run[0])
-        one_topic = True
+        topics: list[str] = []
         for (e_topic, _, _, _, _, tcode, e_keys, sys_flag, _, _, _), cq, (phys, size, _) in zip(
                 run, queues, placed, strict=False):  # placed: a prefix
             if sys_flag & 0xC not in _NOT_DISPATCHED_BITS:
@@ -80,17 +79,14 @@ class Dispatcher:
             if e_keys and sys_flag & 0xC != 0xC:
                 keys.append(e_keys)
                 keyed.append(phys)
-                if e_topic != topic:
-                    one_topic = False
+                topics.append(e_topic)
         index = self.index
         if index is not None and keys:
-            if one_topic:  # the index builder's bulk form: one entry for the whole run
-                index.add_batch(topic, keys, keyed, store_ts)
+            # the index builder's bulk form: one pending entry for the whole run
+            if topics.count(topics[0]) == len(topics):
+                index.add_batch(topics[0], keys, keyed, store_ts)
             else:
-                for (e_topic, _, _, _, _, _, e_keys, sys_flag, _, _, _), (phys, _, _) in zip(
-                        run, placed, strict=False):
-                    if e_keys and sys_flag & 0xC != 0xC:
-                        index.add(e_topic, e_keys, phys, store_ts)
+                index.add_mixed(topics, keys, keyed, store_ts)
         if self.on_arrival is not None:
             # one wake-up per queue and tag, at the queue's final offset: long polls coalesce
             # their wake-ups the same way

@@ -245,8 +245,9 @@ class IndexService:
         self.config = config
         self.dir = config.index_dir
         self.files: list[IndexFile] = []
-        # (topic, keys, phys, store_ts) of one message, or (topic, [keys...], [phys...], ts) of a batch
-        self.pending: list[tuple[str, Sequence[object], object, int]] = []
+        # (topic, keys, phys, store_ts) of one message, (topic, [keys...], [phys...], ts) of a
+        # batch or a one-topic run, ([topic...], [keys...], [phys...], ts) of a mixed run
+        self.pending: list[tuple[str | Sequence[str], Sequence[object], object, int]] = []
         self.pending_keys = 0
         self._doomed: list[IndexFile] = []
         # Keys (hash, commit-log offset, store timestamp) that found no disk space: written
@@ -307,6 +308,13 @@ class IndexService:
         self.pending.append((topic, keys, phys, store_ts))
         self.pending_keys += len(keys)
 
+    def add_mixed(self, topics: Sequence[str], keys: Sequence[tuple[str, ...]], phys: list[int],
+                  store_ts: int) -> None:
+        """`add_batch` for a run of many topics (`topics[i]` is the topic of `keys[i]`): the
+        same keys in the same order as one `add` per message, in one pending entry."""
+        self.pending.append((topics, keys, phys, store_ts))
+        self.pending_keys += len(keys)
+
     def drain(self) -> int:
         """Index every queued key; returns how many keys went in."""
         if not self.pending:
@@ -329,8 +337,8 @@ class IndexService:
                 ts_l.clear()
 
         for topic, keys, phys, ts in pending:
-            prefix = topic + "#"
             if isinstance(phys, int):
+                prefix = topic + "#"  # type: ignore[operator]
                 strings += [prefix + k for k in keys]  # type: ignore[operator]
                 n = len(keys)
                 phys_l += [phys] * n
@@ -338,7 +346,12 @@ class IndexService:
             else:
                 cut_run()
                 counts = list(map(len, keys))  # type: ignore[arg-type]
-                strings += [prefix + k for ks in keys for k in ks]  # type: ignore[attr-defined]
+                if isinstance(topic, str):
+                    prefix = topic + "#"
+                    strings += [prefix + k for ks in keys for k in ks]  # type: ignore[attr-defined]
+                else:
+                    strings += [f"{t}#{k}" for t, ks in zip(topic, keys, strict=True)
+                                for k in ks]  # type: ignore[attr-defined]
                 p = np.asarray(phys, dtype=np.int64)
                 phys_parts.append(p if sum(counts) == len(p) and max(counts) == 1 else np.repeat(p, counts))
                 ts_parts.append(np.full(sum(counts), ts, dtype=np.int64))
