@@ -350,7 +350,7 @@ class IndexService:
                     prefix = topic + "#"
                     strings += [prefix + k for ks in keys for k in ks]  # type: ignore[attr-defined]
                 else:
-                    strings += [f"{t}#{k}" for t, ks in zip(topic, keys, strict=True)
+                    strings += [t + "#" + k for t, ks in zip(topic, keys, strict=True)
                                 for k in ks]  # type: ignore[attr-defined]
                 p = np.asarray(phys, dtype=np.int64)
                 phys_parts.append(p if sum(counts) == len(p) and max(counts) == 1 else np.repeat(p, counts))
