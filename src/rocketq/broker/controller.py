@@ -373,7 +373,9 @@ class BrokerController:
             self.schedule_service.wakeup()
         elif topic == TIMER_TOPIC and self.timer_service is not None:
             self.timer_service.wakeup()
-        self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        hold = self.hold_service
+        if (topic, queue_id) in hold.pull_request_table:  # mostly not: spare the call per message
+            hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.replication is not None:
             self.replication.notify_appended()
         if self.pop_service is not None:

@@ -87,11 +87,16 @@ class Dispatcher:
                 index.add_batch(topics[0], keys, keyed, store_ts)
             else:
                 index.add_mixed(topics, keys, keyed, store_ts)
-        if self.on_arrival is not None:
+        on_arrival = self.on_arrival
+        if on_arrival is not None:
             # one wake-up per queue and tag, at the queue's final offset: long polls coalesce
-            # their wake-ups the same way
+            # their wake-ups the same way. Round-robin over many topics that is one per
+            # message, so the listener is called here rather than through `notify`.
             for cq, tags in woken:
-                self.notify(cq.topic, cq.queue_id, cq.max_offset, tags)
+                try:
+                    on_arrival(cq.topic, cq.queue_id, cq.max_offset, tags)
+                except Exception:
+                    log.exception("message arrival listener failed for %s:%d", cq.topic, cq.queue_id)
 
 
 _TAGS = needle(MessageConst.PROPERTY_TAGS).encode()
