@@ -102,6 +102,22 @@ def test_a_run_wakes_each_queue_and_tag_once_at_its_end(make_store: Callable[...
                                    ("TopicA", 1, 3, b)])
 
 
+def test_a_failing_arrival_listener_still_wakes_the_other_queues(
+        make_store: Callable[..., MessageStore]) -> None:
+    seen: list[tuple[str, int]] = []
+    store = make_store()
+
+    def listener(topic: str, qid: int, max_offset: int, tags: int) -> None:
+        if topic == "TopicB":
+            raise RuntimeError("listener bug")
+        seen.append((topic, qid))
+
+    store.on_arrival = listener
+    placed = store.append_many([entry(msg(topic=t, queue_id=1)) for t in ("TopicB", "TopicA", "TopicC")])
+    assert all(type(p) is tuple for p in placed)
+    assert seen == [("TopicA", 1), ("TopicC", 1)]
+
+
 def test_encoded_batch_stores_what_the_entry_batch_stores(make_store: Callable[..., MessageStore],
                                                          tmp_path: Path) -> None:
     items = [(i % 2, b"body-%d" % i, f"UNIQ_KEY\x01U{i}\x02TAGS\x01T{i % 3}", java_string_hash(f"T{i % 3}"),
