@@ -21,6 +21,11 @@ nothing to gather, one topic's 8 queues batch well) and once with it off (plain 
 like-for-like comparison), with the broker's page faults per message (/proc/PID/stat minflt).
 ``--topics 0`` skips this part.
 
+Store alone (``--store-topics N``; off by default): the CPU per message of 200k single sends in
+runs of 32 (`MessageStore.append_many`, as one read of a pipelining producer arrives), index
+drained included, to one topic and round-robin over N topics x 8 queues, without and with a
+UNIQ_KEY; best and median of 3. No network: what the store adds per message with many topics.
+
 On a shared machine the rates move with the load (printed); CPU per message is the steadier figure.
 Prints a table and returns the figures from `run()`; never asserts times.
 """
@@ -45,7 +50,7 @@ except ImportError:  # run as benchmarks/<this>.py, whose folder is sys.path[0]
     from _record import record  # type: ignore[no-redef]
 
 from rocketq.codec.message import UniqIdGenerator, encode_properties
-from rocketq.store import MessageBatchToStore, MessageStore, MessageStoreConfig
+from rocketq.store import MessageBatchToStore, MessageStore, MessageStoreConfig, SingleEntry
 
 BODY = b"s" * 128
 QUEUES = 8
@@ -294,9 +299,61 @@ def topics(count: int, seconds: float, sends: int = 100_000) -> dict[str, float]
     return figures
 
 
+RUN = 32  # single sends one read of a pipelining producer delivers
+STORE_SENDS = 200_000
+
+
+def _entries(topic_names: list[str], n: int, keyed: bool, ids: UniqIdGenerator) -> list[SingleEntry]:
+    """`n` single sends round-robin over the topics, then over each topic's queues."""
+    out: list[SingleEntry] = []
+    for i in range(n):
+        uid = ids.next_id()
+        props = encode_properties({"UNIQ_KEY": uid, "WAIT": "true"} if keyed else {"WAIT": "true"})
+        out.append(SingleEntry(topic_names[i % len(topic_names)], i // len(topic_names) % QUEUES, BODY,
+                               0, props, 0, (uid,) if keyed else (), 0, 1, ("127.0.0.1", 5555), 0))
+    return out
+
+
+def _store_round(count: int, keyed: bool) -> float:
+    """CPU µs per message of STORE_SENDS single sends in runs of RUN, index drained included,
+    after every queue has its first message (creating the files is not what is timed)."""
+    root = tempfile.mkdtemp(prefix="rocketq-bench-scale-")
+    try:
+        store = MessageStore(MessageStoreConfig(store_path_root_dir=root))
+        store.load()
+        names = [f"ScaleStore{i:04d}" for i in range(count)]
+        ids = UniqIdGenerator()
+        cpu = 0.0
+        for batch in (_entries(names, count * QUEUES, keyed, ids), _entries(names, STORE_SENDS, keyed, ids)):
+            c = time.process_time()
+            for k in range(0, len(batch), RUN):
+                store.append_many(batch[k:k + RUN])
+            store.drain_index()
+            cpu = time.process_time() - c  # the second batch's is the one kept
+        store.close()
+        return cpu / STORE_SENDS * 1e6
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def store_topics(count: int) -> dict[str, float]:
+    """The store alone (no network): what a message of one topic and of `count` topics costs,
+    without and with a UNIQ_KEY, best and median of 3."""
+    figures: dict[str, float] = {}
+    for n in (1, count):
+        for keyed in (False, True):
+            rounds = sorted(_store_round(n, keyed) for _ in range(3))
+            name = f"store_{n}_topics_{'keyed' if keyed else 'unkeyed'}_cpu_us_per_msg"
+            figures[name], figures[name.replace("_cpu_", "_median_cpu_")] = rounds[0], rounds[1]
+            print(f"store alone, runs of {RUN} single sends to {n} topics, "
+                  f"{'keyed' if keyed else 'unkeyed'}: best {rounds[0]:.2f} / median {rounds[1]:.2f} "
+                  f"us/msg | load {_load()}")
+    return figures
+
+
 def run(
     sizes_m: list[float] | None = None, topic_count: int = 1000, seconds: float = 10.0,
-    min_free_gb: float = 10.0, max_minutes: float = 60.0,
+    min_free_gb: float = 10.0, max_minutes: float = 60.0, store_topic_count: int = 0,
 ) -> dict[str, float]:
     sizes_m = [1, 2, 4] if sizes_m is None else sizes_m
     print(f"load average {_load()}")
@@ -311,6 +368,8 @@ def run(
             shutil.rmtree(root, ignore_errors=True)
     if topic_count:
         figures.update(topics(topic_count, seconds))
+    if store_topic_count:
+        figures.update(store_topics(store_topic_count))
     return figures
 
 
@@ -323,10 +382,12 @@ def main(argv: list[str]) -> int:
                     help="stop filling before a size that would leave less disk free (default 10)")
     ap.add_argument("--max-minutes", type=float, default=60.0,
                     help="stop filling past this many minutes (default 60)")
+    ap.add_argument("--store-topics", type=int, default=0,
+                    help="also time the store alone over this many topics against one (default 0: skip)")
     args = ap.parse_args(argv)
     print(f"bench_scale: python {sys.version.split()[0]}, cpus={os.cpu_count()}")
     sizes = [float(x) for x in args.sizes.split(",") if x]
-    figures = run(sizes, args.topics, args.seconds, args.min_free_gb, args.max_minutes)
+    figures = run(sizes, args.topics, args.seconds, args.min_free_gb, args.max_minutes, args.store_topics)
     print(f"recorded in {record({'scale': figures})}")
     return 0
 
