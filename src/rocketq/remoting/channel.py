@@ -123,6 +123,13 @@ class Channel:
             self._loop.call_soon(self._flush)
         return True
 
+    def flush(self) -> None:
+        """Write what is queued now rather than at the end of this loop turn: for a frame whose
+        latency matters more than sharing a write (a lone send, a woken long poll's answer).
+        A corked channel (inside a read of its own) is written at the end of that read anyway."""
+        if not self._corked:
+            self._write_out()
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         self._write_out()

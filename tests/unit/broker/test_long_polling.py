@@ -62,6 +62,33 @@ async def test_arrival_wakes_waiters_below_new_max() -> None:
     svc.shutdown()
 
 
+class FlushedChannel(Channel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushes = 0
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+
+async def test_wake_now_answers_within_the_turn_and_flushes_each_channel_once() -> None:
+    svc, _ = _service()
+    woken: list[PullRequest] = []
+    ch = FlushedChannel()
+    a = _park(svc, woken, 0, channel=ch, queue_id=0)
+    b = _park(svc, woken, 0, channel=ch, queue_id=1)
+    svc.notify_message_arriving("t", 0, 1, 0)
+    svc.notify_message_arriving("t", 1, 1, 0)
+    svc.wake_now()
+    assert woken == [a, b]  # not deferred to the next loop turn
+    assert ch.flushes == 1  # one write for both answers on that connection
+    await _turn()  # the drain scheduled by the arrivals finds nothing left to do
+    assert woken == [a, b] and ch.flushes == 1
+    svc.wake_now()  # nothing arrived since: a no-op
+    assert ch.flushes == 1
+    svc.shutdown()
+
+
 async def test_other_queue_does_not_wake() -> None:
     svc, _ = _service()
     woken: list[PullRequest] = []

@@ -217,6 +217,7 @@ class SendMessageProcessor:
         if batch:
             changes = self._tm.changes
             answer = self._send_batch(request, channel, h)
+            self._ctl.hold_service.wake_now()
             return answer if self._tm.changes == changes else self._after_persist(answer)
         result = self.process_many([request], channel)[0]
         if isinstance(result, BaseException):
@@ -256,6 +257,8 @@ class SendMessageProcessor:
             results.append(None)
         if lane:
             self._store_lane(lane, results)
+        # Answer the long polls these messages woke before the sends: see wake_now().
+        self._ctl.hold_service.wake_now()
         if self._tm.changes != changes:  # a topic was created on the way: answer once it is on disk
             wrap = self._after_persist
             return [r if r is None or isinstance(r, BaseException) else wrap(r) for r in results]
