@@ -219,3 +219,22 @@ async def test_shutdown_sends_and_answers_what_was_gathered(cluster: FakeCluster
     await p.shutdown()  # without the drain, the gathered ones would wait 30 s and then fail
     assert all(f.done() and f.exception() is None for f in futs)
     assert len({f.result().msg_id for f in futs}) == 50
+
+
+async def test_a_lone_send_is_written_before_the_loop_turn_ends(
+        cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocketq.remoting.channel import Channel
+
+    async with Producer("PG_LONE", namesrv_addr=cluster.namesrv_addr) as p:
+        await p.send(Message("T", b"route"))
+        written: list[int] = []
+        write_out = Channel._write_out
+
+        def spy(channel: Channel) -> None:
+            written.append(len(channel._out))
+            write_out(channel)
+
+        monkeypatch.setattr(Channel, "_write_out", spy)
+        fut = p.send_async(Message("T", b"now"))
+        assert [n for n in written if n] != []  # the request reached the socket within the call
+        await fut

@@ -125,6 +125,7 @@ class AutoBatcher:
                 trace.watch(prep, msg, fut)
             call = SendCall(self._producer, prep, fut, timeout, 1 if fixed else self._times)
             call.mq = mq
+            call.flush = True
             call.run()
             fut.add_done_callback(partial(self._single_done, lane))
             return fut

@@ -106,8 +106,8 @@ class _Retries:
 class SendCall:
     """State of one send; ``run()`` starts it, ``fut`` gets the SendResult (None when one-way)."""
 
-    __slots__ = ("addr", "deadline", "fut", "issued_at", "mq", "prep", "producer", "retries", "target",
-                 "timeout", "times", "times_total")
+    __slots__ = ("addr", "deadline", "flush", "fut", "issued_at", "mq", "prep", "producer", "retries",
+                 "target", "timeout", "times", "times_total")
 
     def __init__(
         self,
@@ -130,6 +130,9 @@ class SendCall:
         self.mq: MessageQueue | None = None
         self.addr = ""
         self.retries: _Retries | None = None
+        # Write the request at once instead of at the end of the loop turn (which lets the sends
+        # of one turn share a write): the automatic batcher's lone send, whose queue is idle.
+        self.flush = False
 
     def _slow(self) -> _Retries:
         retries = self.retries
@@ -227,6 +230,8 @@ class SendCall:
                 channel.invoke_oneway(request)
             else:
                 _, response = channel.start_request(request, self.deadline - now)
+                if self.flush:
+                    channel.flush()
         except RemotingError as e:
             self._attempt_failed(e, True)
             return
