@@ -203,6 +203,12 @@ class ConsumeMessageConcurrentlyService:
     def pending(self) -> int:
         return self._pool.pending if self._pool is not None else 0
 
+    @property
+    def listener_waking(self) -> bool:
+        """An async listener is about to run on the loop for what was just submitted."""
+        pool = self._pool
+        return isinstance(pool, AsyncListenerPool) and pool.waking
+
     # -- submit -------------------------------------------------------------------------------------
 
     def submit_consume_request(

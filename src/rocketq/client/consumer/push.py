@@ -494,8 +494,13 @@ class PushConsumer(ConsumerInner):
                     prev,
                 )
             dispatch = pq.put_messages(msgs, result.max_offset)
-            if self.consume_service is not None:
-                self.consume_service.submit_consume_request(msgs, pq, mq, dispatch)
+            service = self.consume_service
+            if service is not None:
+                service.submit_consume_request(msgs, pq, mq, dispatch)
+                if service.__class__ is ConsumeMessageConcurrentlyService and service.listener_waking:
+                    # Let the woken listener run before the next pull is built and sent: the
+                    # pull is for later messages, the listener call is this message's latency.
+                    await asyncio.sleep(0)
             return cfg.pull_interval / 1000.0
         if status is PullStatus.NO_NEW_MSG or status is PullStatus.NO_MATCHED_MSG:
             request.next_offset = result.next_begin_offset

@@ -203,6 +203,11 @@ class AsyncListenerPool:
     def run(self, work: AsyncWork, arg: Any) -> Awaitable[Any]:
         return work(arg)
 
+    @property
+    def waking(self) -> bool:
+        """An idle worker was woken for a job and has not run yet."""
+        return self._waking
+
     async def _worker(self) -> None:
         jobs = self._queue
         while True:
