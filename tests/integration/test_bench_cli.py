@@ -71,6 +71,19 @@ def test_e2e_reports_both_sides(cluster: Cluster) -> None:
     assert sent > 0 and 0 < consumed <= sent + 1  # +1: the warm-up message may be consumed too
 
 
+def test_e2e_at_a_fixed_rate_times_send_to_listener(cluster: Cluster) -> None:
+    run = _bench("e2e", "-n", cluster.namesrv, "-t", unique_name("BenchR"), "-d", "2", "--rate", "200")
+    assert run.returncode == 0, run.describe()
+    sent, failed = _summaries(run.stdout)["Send"]
+    # one paced sender: about 400 in 2 s, not the thousands of free-running senders
+    assert 100 <= sent <= 500 and failed == 0, run.stdout
+    consumed = _summaries(run.stdout)["Consume"][0]
+    assert 0 < consumed <= sent + 1, run.stdout
+    # timed from the body's ns stamp: sub-millisecond figures, not whole broker milliseconds
+    p50s = [float(v) for v in re.findall(r"p50\(B2C ms\): ([\d.]+)", run.stdout)]
+    assert p50s and any(0 < v != round(v) for v in p50s), run.stdout
+
+
 def test_consumer_reads_a_backlog_from_the_first_offset(cluster: Cluster) -> None:
     topic = unique_name("BenchC")
     produced = _bench("producer", "-n", cluster.namesrv, "-t", topic, "-d", "1", "--threads", "2")

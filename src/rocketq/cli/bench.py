@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rocketq.cli.argtypes import positive, seconds
+from rocketq.cli.bench_rate import rate_sender, stamp_age_ms
 from rocketq.cli.errors import CliError
 
 __all__ = ["BenchOptions", "LatencyRecorder", "Sample", "add_commands", "run_bench"]
@@ -67,6 +68,7 @@ class BenchOptions:
     pull_batch_size: int = 32
     messages: int = 0  # consumer: stop once this many are consumed (0: no bound)
     broker_pid: int = 0  # a local broker's pid: its CPU per message is reported
+    rate: int = 0  # > 0: one sender at this many messages a second, timed to the listener (bench_rate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,9 @@ def add_commands(commands: Any) -> None:
     send.add_argument("--window", type=positive, default=64, metavar="N",
                       help="sends in flight per sender with --async (default: 64)")
     send.add_argument("--tags", help="tag of every message")
+    send.add_argument("--rate", type=positive, default=0, metavar="N",
+                      help="one sender at N msgs/s, evenly spaced; with e2e the consumer times each "
+                           "message from its send call to its listener, in microseconds")
     send.add_argument("--keys", action="store_true", help="give every message a unique key (indexed)")
     consume = argparse.ArgumentParser(add_help=False)
     consume.add_argument("-g", "--group", help="consumer group (default: benchmark_consumer_<pid>)")
@@ -260,7 +265,10 @@ async def run_bench(opts: BenchOptions, out: TextIO) -> int:
         run.cpu.start()
         reporter = loop.create_task(_report(run))
         senders = []
-        if producer is not None:
+        if producer is not None and opts.rate:
+            senders = [loop.create_task(rate_sender(producer, opts.topic, opts.size, opts.tags, opts.rate,
+                                                    run.send, run.stop))]
+        elif producer is not None:
             senders = [loop.create_task(_sender(run, producer, i)) for i in range(opts.threads)]
         if opts.duration > 0:
             loop.call_later(opts.duration, run.stop.set)
@@ -337,10 +345,13 @@ async def _start_consumer(cls: Any, opts: BenchOptions, run: _Run) -> Any:
     ok = _consume_success()
 
     async def listener(msgs: Sequence[Any], ctx: Any) -> Any:
-        now = time.time() * 1000.0
+        now_ns = time.time_ns()
+        now = now_ns / 1e6
         b2c, s2c = rec.rts, rec.rts2  # take() swaps the lists every second: read them per call
         for m in msgs:
-            b2c.append(now - m.born_timestamp)
+            # A --rate sender's message carries its send time in ns: time it from there.
+            age = stamp_age_ms(m.body, now_ns)
+            b2c.append(now - m.born_timestamp if age is None else age)
             s2c.append(now - m.store_timestamp)
         rec.count += len(msgs)
         rec.total_seen += len(msgs)
