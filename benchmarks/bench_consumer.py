@@ -204,8 +204,10 @@ async def _poll_drain(namesrv: str, total: int, pull_batch_size: int) -> tuple[f
     return drained.rates(t0, t_end)
 
 
-async def _paced(n: int, rate: int, send: Callable[[], Awaitable[Any]]) -> list[Awaitable[Any]]:
-    """Call ``send()`` on the loop ``n`` times, evenly spaced at ``rate`` a second.
+async def _paced(n: int, rate: int, send: Callable[[], asyncio.Future[Any]]) -> None:
+    """Call ``send()`` on the loop ``n`` times, evenly spaced at ``rate`` a second, and wait for
+    every answer (counted, not kept: 10,000 live futures would make each young-generation
+    collection of the garbage collector walk them, a pause the latencies would show).
 
     The pacing runs on a thread that sleeps with the kernel's timer: uvloop rounds a delay to
     whole milliseconds and runs anything under half of one at once, so an asyncio.sleep pacer at
@@ -213,13 +215,20 @@ async def _paced(n: int, rate: int, send: Callable[[], Awaitable[Any]]) -> list[
     behind the first by the producer's batching), both of which it would count as latency.
     """
     loop = asyncio.get_running_loop()
-    sent: list[Awaitable[Any]] = []
+    answered = 0
+    failed: list[BaseException] = []
     done = loop.create_future()
 
-    def one() -> None:
-        sent.append(send())
-        if len(sent) == n and not done.done():
+    def answer(fut: asyncio.Future[Any]) -> None:
+        nonlocal answered
+        answered += 1
+        if not fut.cancelled() and fut.exception() is not None and not failed:
+            failed.append(fut.exception())  # type: ignore[arg-type]
+        if answered == n and not done.done():
             done.set_result(None)
+
+    def one() -> None:
+        send().add_done_callback(answer)
 
     def pace() -> None:
         interval = 1.0 / rate
@@ -234,7 +243,8 @@ async def _paced(n: int, rate: int, send: Callable[[], Awaitable[Any]]) -> list[
     pacer.start()
     await done
     pacer.join()
-    return sent
+    if failed:
+        raise failed[0]
 
 
 async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> dict[str, float]:
@@ -269,9 +279,7 @@ async def _latency(namesrv: str, rate: int, seconds: float, is_async: bool) -> d
     try:
         await asyncio.sleep(1.0)  # the consumer owns its queues and has a long poll parked on each
         n = int(rate * seconds)
-        pending = await _paced(n, rate, lambda: producer.send_async(
-            Message(topic, repr(time.perf_counter()).encode())))
-        await asyncio.gather(*pending)
+        await _paced(n, rate, lambda: producer.send_async(Message(topic, repr(time.perf_counter()).encode())))
         deadline = time.monotonic() + 10
         while len(samples) < n and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
