@@ -261,6 +261,10 @@ async def run_bench(opts: BenchOptions, out: TextIO) -> int:
             await _warm_up(producer, opts)
         if opts.mode in ("consumer", "e2e"):
             consumer = await _start_consumer(PushConsumer, opts, run)
+            if opts.rate and producer is not None:
+                # A queue given by the rebalance is pulled after a settle delay (0.3 s): a latency
+                # run starts once a long poll is parked on each, as the steady state it measures.
+                await asyncio.sleep(1.0)
         run.started = loop.time()
         run.cpu.start()
         reporter = loop.create_task(_report(run))
