@@ -226,7 +226,10 @@ async def test_a_lone_send_is_written_before_the_loop_turn_ends(
     from rocketq.remoting.channel import Channel
 
     async with Producer("PG_LONE", namesrv_addr=cluster.namesrv_addr) as p:
-        await p.send(Message("T", b"route"))
+        # connected to every broker first: a send to a broker not connected yet goes after its connect
+        async with asyncio.timeout(15):
+            while len(p.channels) < len(cluster.brokers):
+                await p.send(Message("T", b"route"))
         written: list[int] = []
         write_out = Channel._write_out
 
