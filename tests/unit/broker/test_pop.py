@@ -3,14 +3,18 @@ in-process broker under SYNC_FLUSH (each answer waits for the checkpoint's fsync
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
+from tests.harness import wait_until
 from tests.wire import (
     BrokerOptions,
     ack,
     change_invisible,
     create_topic,
     in_process_cluster,
+    invoke,
     pop,
     popped,
     send_message,
@@ -18,7 +22,7 @@ from tests.wire import (
 
 from rocketq.broker.pop.checkpoints import CheckpointTable
 from rocketq.broker.pop.order import OrderInfoTable
-from rocketq.codec.codes import ResponseCode
+from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.codec.pop import AckMsg, PopCheckPoint
 
 
@@ -104,3 +108,23 @@ def test_allocation_for_pop_shares_queues_as_java() -> None:
     assert allocate_for_pop("AVG", "c0", mqs, cids, 0) == [("T", "b", -1)]
     # popShareQueueNum 1 of 4 clients: its own queue and the next client's
     assert allocate_for_pop("AVG", "c3", mqs, cids, 1) == [mqs[3], mqs[0]]
+
+
+async def test_a_demotion_answers_parked_pops_at_once(tmp_path: Path) -> None:
+    """Stopping pop (what a controller-mode demotion does) answers each parked pop with the
+    slave's refusal and each parked notification with what it finds, long before their pollTime."""
+    async with in_process_cluster(tmp_path, BrokerOptions(), with_namesrv=False) as (_, broker, client):
+        assert (await create_topic(client, broker.address, "ParkedPop", read=1, write=1)).code == 0
+        polls = [asyncio.ensure_future(pop(client, broker.address, "G", "ParkedPop", poll_ms=120_000)),
+                 asyncio.ensure_future(invoke(client, broker.address, RequestCode.NOTIFICATION, {
+                     "consumerGroup": "G", "topic": "ParkedPop", "queueId": -1, "pollTime": 120_000,
+                     "bornTime": int(time.time() * 1000)}, timeout=130))]
+        await wait_until(lambda: broker.pop_service.polling.polling_num == 2, timeout=30)
+        await broker.pop_service.shutdown()
+        async with asyncio.timeout(60):  # far below the 120 s they would otherwise wait
+            popped_answer, notified = await asyncio.gather(*polls)
+        assert popped_answer.code == ResponseCode.SERVICE_NOT_AVAILABLE, popped_answer.remark
+        assert notified.code == ResponseCode.SUCCESS and notified.ext("hasMsg") == "false"
+        assert broker.pop_service.polling.polling_num == 0
+        # and pop stays refused until the broker serves it again
+        assert (await pop(client, broker.address, "G", "ParkedPop")).code == ResponseCode.SERVICE_NOT_AVAILABLE

@@ -4,7 +4,8 @@ A pop that finds nothing and carries a pollTime is parked under (topic, group, q
 for a pop of every queue. An arrival on a queue wakes one waiter of that queue and one of the
 topic's "-1" waiters (one message needs one receiver); a waiter whose time is up is re-run once
 and answered with whatever it finds (POLLING_TIMEOUT when nothing). Too many waiters on one key
-(popPollingSize) or in all (maxPopPollingSize) answer POLLING_FULL at once.
+(popPollingSize) or in all (maxPopPollingSize) answer POLLING_FULL at once. Stopping the service
+(a demotion to slave, a broker stopping) answers every waiter at once.
 """
 
 from __future__ import annotations
@@ -144,10 +145,16 @@ class PopLongPollingService:
                 self._take(w)
 
     def shutdown(self) -> None:
-        for waiting in self._table.values():
-            for w in waiting:
-                if w.timer is not None:
-                    w.timer.cancel()
+        """Answer every parked request now (Java's service wakes each one as it stops): a broker
+        demoted to slave must not leave its pollers waiting out their pollTime for nothing. Each
+        is re-run as timed out, so it answers with what it finds or the refusal of a stopped pop."""
+        parked = [w for waiting in self._table.values() for w in waiting]
+        for w in parked:
+            if w.timer is not None:
+                w.timer.cancel()
+                w.timer = None
         self._table.clear()
         self._by_topic.clear()
         self._count = 0
+        for w in parked:
+            self._run(w, True)

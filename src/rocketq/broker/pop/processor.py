@@ -203,6 +203,10 @@ class PopProcessors:
 
     def _rerun_pop(self, w: PopWaiter, timed_out: bool) -> None:
         """A parked pop: re-run once woken (parking again if it still finds nothing and has time)."""
+        refused = self._check_serving(w.request)  # woken by a demotion: pop is the master's now
+        if refused is not None:
+            self._send(w.channel, refused)
+            return
         remaining = 0 if timed_out else int((w.deadline - asyncio.get_running_loop().time()) * 1000)
         self._send(w.channel, self._pop(w.request, w.channel, remaining > 0, max(0, remaining)))
 
