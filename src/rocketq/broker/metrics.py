@@ -360,6 +360,8 @@ class BrokerMetrics:
         ]
         if ctl.timer_service is not None:  # timer messages: pending, lag (broker/timer.py)
             out += ctl.timer_service.gauges()
+        if ctl.replicas_manager is not None:  # controller mode: role, epoch, SyncStateSet
+            out += ctl.replicas_manager.gauges()
         return out
 
     def format(self, snap: _Snapshot) -> tuple[bytes, str]:

@@ -67,6 +67,7 @@ class ReplicasManager:
         self.master_id: int | None = None
         self.master_addr = ""
         self.master_epoch = 0
+        self.in_sync_state_set = False  # per the controllers' last answer (a Prometheus gauge)
         self._task: asyncio.Future[None] | None = None
         self._beat_task: asyncio.Future[None] | None = None
         self._id_path = Path(controller.store_config.store_path_root_dir) / ID_FILE
@@ -177,9 +178,35 @@ class ReplicasManager:
                 **self._ids(), "brokerId": str(self.broker_id), "designateElect": "false",
                 "invokeTime": str(int(time.time() * 1000))},
                 ok=_ELECT_ANSWERS)
+        self._note_sync_state_set(r)
         await self._apply(r)
         if self.role == "SLAVE":
             await self._learn_epochs()
+
+    def _note_sync_state_set(self, r: RemotingCommand) -> None:
+        """GET_REPLICA_INFO and ELECT_MASTER answers carry the group's SyncStateSet in their body."""
+        body = r.body_bytes()
+        if not body:
+            return
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            ids = {int(b) for b in orjson.loads(body).get("syncStateSet") or ()}
+            self.in_sync_state_set = self.broker_id in ids
+
+    def gauges(self) -> list[tuple[bool, str, str, float]]:
+        """Series for broker/metrics.py: (counter?, name, help, value). RocketMQ 5's broker exports
+        no controller-mode state, hence rocketq's names."""
+        return [
+            (False, "rocketq_controller_mode_is_master",
+             "1 while the controllers have this broker master of its group", int(self.role == "MASTER")),
+            (False, "rocketq_controller_mode_is_slave",
+             "1 while this broker follows its group's master (both 0: role not known yet)",
+             int(self.role == "SLAVE")),
+            (False, "rocketq_controller_mode_master_epoch",
+             "Epoch of the master this broker is or follows (0: none yet)", max(0, self.master_epoch)),
+            (False, "rocketq_controller_mode_in_sync_state_set",
+             "1 when the controllers' last answer listed this broker in its group's SyncStateSet",
+             int(self.in_sync_state_set)),
+        ]
 
     def _heartbeat(self) -> None:
         ctl = self._ctl
