@@ -127,4 +127,5 @@ async def test_a_demotion_answers_parked_pops_at_once(tmp_path: Path) -> None:
         assert notified.code == ResponseCode.SUCCESS and notified.ext("hasMsg") == "false"
         assert broker.pop_service.polling.polling_num == 0
         # and pop stays refused until the broker serves it again
-        assert (await pop(client, broker.address, "G", "ParkedPop")).code == ResponseCode.SERVICE_NOT_AVAILABLE
+        again = await pop(client, broker.address, "G", "ParkedPop")
+        assert again.code == ResponseCode.SERVICE_NOT_AVAILABLE

@@ -24,6 +24,7 @@ from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.producer.kernel import PreparedSend
 from rocketq.client.producer.selector import SelectorLike, select_queue
 from rocketq.client.route import TopicPublishInfo
+from rocketq.codec.codes import ResponseCode
 from rocketq.codec.command import RemotingCommand
 from rocketq.errors import (
     BrokerNotFound,
@@ -46,6 +47,7 @@ log = logging.getLogger("rocketq.client")
 
 _RUNNING: Final = ServiceState.RUNNING
 _SEND_OK: Final = SendStatus.SEND_OK
+_SERVICE_NOT_AVAILABLE: Final = int(ResponseCode.SERVICE_NOT_AVAILABLE)
 _request = RemotingCommand.request
 
 
@@ -264,6 +266,10 @@ class SendCall:
             result = process_send_response(response.result(), mq.broker_name, prep.topic, prep.msg_id,
                                            self.addr, mq)
         except ServerError as e:
+            if e.code == _SERVICE_NOT_AVAILABLE:
+                # a broker demoted to slave (controller mode's electMaster) still answers, refusing
+                # sends: its group's new master is in the route, fetch it now, not at the 30 s poll
+                p.refresh_route_soon(prep.topic)
             if e.retriable:
                 self._attempt_failed(e, True)
             else:
