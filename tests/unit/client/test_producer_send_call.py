@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from tests.harness import wait_until
 
 from rocketq.aio import Producer
 from rocketq.client.message import Message, SendStatus
@@ -21,6 +22,7 @@ from rocketq.errors import (
     MQBrokerError,
     NoNameServer,
     RemotingTimeoutError,
+    ServiceNotAvailable,
     SystemBusy,
 )
 from rocketq.remoting import Channel, RemotingServer
@@ -145,6 +147,21 @@ async def test_retriable_codes_move_to_the_other_broker(
     # every retry carries the same message: same UNIQ_KEY, other queue
     retried = {s["i"] for s in a_sends}
     assert retried <= {s["i"] for s in cluster.brokers["b"].sends}
+
+
+async def test_a_broker_refusing_as_slave_makes_the_route_be_read_at_once(
+        cluster: FakeCluster, producer: Producer) -> None:
+    """A master demoted by electMaster stays up and answers SERVICE_NOT_AVAILABLE: the producer
+    reads the route again (the new master is in it) instead of waiting for its 30 s poll."""
+    await producer.send(Message("T", b"warm"))  # the route is known
+    queries = len(cluster.route_queries)
+    for b in cluster.brokers.values():
+        b.answer = ResponseCode.SERVICE_NOT_AVAILABLE
+    with pytest.raises(ServiceNotAvailable):
+        await producer.send(Message("T", b"x"))
+    # the refresh runs in the background (at most once a second per topic)
+    await wait_until(lambda: len(cluster.route_queries) > queries, timeout=10)
+    assert set(cluster.route_queries[queries:]) == {"T"}
 
 
 async def test_other_codes_are_raised_without_retry(cluster: FakeCluster, producer: Producer) -> None:
