@@ -272,7 +272,7 @@ def start_cluster(
 
 
 NAMESRV_READY = re.compile(r"^READY namesrv=(?P<addr>\S+:\d+)\s*$", re.MULTILINE)
-BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)(?: grpc=\S+)?\s*$", re.MULTILINE)
+BROKER_READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+)(?: metrics=\S+)?(?: grpc=\S+)?\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,8 @@ The brokers' controller-mode gauges (role, master epoch, SyncStateSet membership
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +21,13 @@ from tests.harness import (
     AdminRun,
     Server,
     small_store,
-    start_controllers,
-    start_namesrv_server,
-    start_server,
+    start_controller_member,
     unique_name,
     wait_until,
 )
+from tests.integration.test_controller_pop_timer import _has_topics, _is, one_controller
 from tests.integration.test_metrics import one, samples
-from tests.wire import create_topic, get_all_topic_config, get_max_offset, invoke, send_message
+from tests.wire import create_topic, get_max_offset, invoke, send_message
 
 from rocketq.aio import ConsumeStatus, Producer, PushConsumer
 from rocketq.client.message import Message, SendStatus
@@ -43,35 +40,15 @@ pytestmark = pytest.mark.timeout(240)
 GROUP = "ctl-switch"
 QUEUES = 2
 STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)
-READY = re.compile(r"^READY broker=(?P<addr>\S+:\d+) metrics=(?P<metrics>\S+)(?: grpc=\S+)?\s*$",
-                   re.MULTILINE)
-
-
-
-
-@contextlib.contextmanager
-def one_controller(tmp_path: Path) -> Iterator[dict[str, Server]]:
-    """{"c0", "ns"}; the test adds the members. Stopped on exit."""
-    started: dict[str, Server] = {}
-    try:
-        started["c0"] = start_controllers(tmp_path, 1)[0]
-        started["ns"] = start_namesrv_server(tmp_path)
-        yield started
-    finally:
-        for server in reversed(list(started.values())):
-            server.proc.stop()
+METRICS = re.compile(r"^READY broker=\S+ metrics=(?P<metrics>\S+)", re.MULTILINE)
 
 
 def member(tmp_path: Path, g: dict[str, Server], index: int) -> tuple[Server, str]:
     """Member `index` in controller mode and its metrics endpoint."""
-    name = f"{GROUP}-c{index}"
-    s = start_server(tmp_path, name, [
-        "broker", "--data-dir", str(tmp_path / name), "--broker-port", "0", "-n", g["ns"].addr,
-        "--set", f"brokerName={GROUP}", "--set", "brokerRole=SYNC_MASTER",
-        "--set", "enableControllerMode=true",
-        "--set", f"controllerAddr={g['c0'].addr}", "--set", "metricsPort=0", *STORE], READY)
+    s = start_controller_member(tmp_path, GROUP, g["ns"].addr, [g["c0"]], index, *STORE,
+                                "--set", "metricsPort=0")
     g[f"b{index}"] = s
-    return s, s.proc.wait_for(READY, 5)["metrics"]
+    return s, s.proc.wait_for(METRICS, 5)["metrics"]
 
 
 async def replica_info(client: RemotingClient, controller: str) -> tuple[str, int, int]:
@@ -117,7 +94,7 @@ async def test_elect_master_moves_live_producer_and_push_consumer(
             topic, cg = unique_name("CtlSwT"), unique_name("CtlSwCG")
             assert (await create_topic(client, b0.addr, topic, read=QUEUES, write=QUEUES)).code == 0
             # the slave's table copy (every 10 s) brings the topic it will serve once master
-            await wait_until(lambda: _has_topic(client, b1.addr, topic), timeout=30)
+            await wait_until(lambda: _has_topics(client, b1.addr, topic), timeout=30)
 
             bodies: list[bytes] = []
 
@@ -181,17 +158,15 @@ async def test_elect_master_moves_live_producer_and_push_consumer(
                     # the producer looked the route up when the old master refused, not at its 30 s poll
                     assert gap <= 15.0, f"sends paused {gap:.1f} s across the switch"
                     await wait_until(lambda: set(acked) <= set(bodies), timeout=60)
+                    consumed_at = time.monotonic()
                     # the consumer commits its progress to the new master (it has messages the old
                     # one never had as master: offsets there can only come from this consumer)
-                    await wait_until(lambda: committed_to_end(client, b1.addr, cg, topic), timeout=60)
+                    # (at the consumer's next route poll, 30 s, plus its 5 s commit interval)
+                    await wait_until(lambda: committed_to_end(client, b1.addr, cg, topic), timeout=90)
+                    now = time.monotonic()
+                    print(f"electMaster: offsets at the end on the new master {now - consumed_at:.1f} s after"
+                          f" the last message was consumed, {now - elected_at:.1f} s after the switch")
             finally:
                 await consumer.shutdown()
             assert b"refused" not in bodies
 
-
-async def _is(coro: Any, want: object) -> bool:
-    return bool(await coro == want)
-
-
-async def _has_topic(client: RemotingClient, addr: str, topic: str) -> bool:
-    return topic in await get_all_topic_config(client, addr)
