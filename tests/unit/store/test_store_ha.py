@@ -121,6 +121,22 @@ async def test_group_transfer_acks_and_timeouts() -> None:
     assert await gt.request(120) is True  # already acked
 
 
+async def test_a_role_change_fails_waiting_puts_and_forgets_acks() -> None:
+    """A demoted master's waiting puts must not be confirmed later, and a master promoted again
+    (its log cut back below what its old slaves reported) counts acks afresh."""
+    gt = GroupTransfer(timeout_ms=60_000, fallbehind_max=1 << 30)
+    gt.connection_count = 1
+    gt.acked(500)
+    waiting = gt.request(900)
+    gt.reset()
+    assert waiting.done() and waiting.result() is False
+    fresh = gt.request(400)  # below the old ack: it must wait for a new one
+    assert not fresh.done()
+    gt.acked(400)
+    assert fresh.result() is True
+    gt.close()
+
+
 async def test_combined_wait_reports_the_replica_first() -> None:
     loop = asyncio.get_running_loop()
     gt = GroupTransfer(timeout_ms=50, fallbehind_max=1 << 30)

@@ -92,17 +92,20 @@ class Replication:
         if replica.dispatched < replica.max_offset:
             replica.truncate(replica.dispatched)
 
-    async def become_master(self) -> None:
-        """Take writes: SYNC_MASTER acks wait for this broker's slaves from now on."""
+    async def become_master(self, role: str) -> None:
+        """Take writes as `role`: a SYNC_MASTER's acks wait for its slaves of this epoch.
+        (The role is passed: the broker config still says SLAVE until the promotion is done.)"""
         await self.stop_following()
         self.is_slave = False
         store = self._ctl.store
-        store.put.slave = False
-        store.commit_log.forget_current()
         if self.service is None:
             await self._start_service()
-        if self.sync_master and self.service is not None:
-            store.group_transfer = self.service.group_transfer
+        if self.service is not None:
+            self.service.group_transfer.reset()
+            if role == "SYNC_MASTER":
+                store.group_transfer = self.service.group_transfer
+        store.commit_log.forget_current()
+        store.put.slave = False
 
     async def become_slave(self) -> None:
         """Refuse writes and drop this broker's own slaves (they will follow the new master)."""
@@ -111,6 +114,9 @@ class Replication:
         self.is_slave = True
         store.group_transfer = None
         if self.service is not None:
+            # puts still waiting for a slave's ack fail: past the new master's epoch start
+            # this log is cut, so no ack may confirm them any more
+            self.service.group_transfer.reset()
             for conn in list(self.service.connections):
                 conn.writer.close()
         await self.stop_following()

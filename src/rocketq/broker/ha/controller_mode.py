@@ -247,7 +247,7 @@ class ReplicasManager:
         assert ctl.replication is not None
         log.warning("controller mode: %s becomes MASTER of %s at epoch %d", ctl.address, ctl.broker_name,
                     epoch)
-        await ctl.replication.become_master()
+        await ctl.replication.become_master(self.master_role)
         self.epoch_cache.append(epoch, ctl.store.max_phy_offset)
         self._set_identity(0, self.master_role)
         self.role, self.master_id, self.master_epoch = "MASTER", self.broker_id, epoch

@@ -127,7 +127,10 @@ class HAConnection:
                 self.slave_request_offset = offset
                 log.info("slave %s requests offset %d", self.addr, offset)
                 self._started.set()
-            self.service.acked(offset)
+            if offset <= self.service.store.commit_log.max_offset:
+                # a slave past this log's end holds another master's tail (it truncates once
+                # told): its reports confirm no put of this one
+                self.service.acked(offset)
 
     async def _write(self) -> None:
         await self._started.wait()

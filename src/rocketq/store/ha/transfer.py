@@ -80,6 +80,20 @@ class GroupTransfer:
         if waiting:
             self._timer = asyncio.get_running_loop().call_later(waiting[0][1] - now, self._expire)
 
+    def reset(self) -> None:
+        """A role change: the waiting puts fail (FLUSH_SLAVE_TIMEOUT) and the acks seen so far
+        are forgotten. Only a slave of the current epoch may confirm a put: a demoted master's
+        log is cut back to the new master's, and a master promoted again counts acks afresh
+        (its log may have been cut below the offsets its slaves reported before)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.push2slave_max_offset = 0
+        while self._waiting:
+            fut = self._waiting.popleft()[2]
+            if not fut.done():
+                fut.set_result(False)
+
     def close(self) -> None:
         """Shutdown: nobody answers the waiting puts."""
         if self._timer is not None:
