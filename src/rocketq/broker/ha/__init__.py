@@ -39,6 +39,10 @@ class Replication:
         self.client: HAClient | None = None
         self.slave_sync: SlaveSynchronize | None = None
         self._sync_task: asyncio.Future[None] | None = None  # controller mode's table copy
+        # controller mode: how this broker acks as master, and whether the controllers' SyncStateSet
+        # holds another broker (a master alone in it acks at once, as RocketMQ 5's does)
+        self._master_role = ""
+        self.sync_peers = False
 
     @property
     def sync_master(self) -> bool:
@@ -68,7 +72,7 @@ class Replication:
 
     async def _start_service(self) -> None:
         ctl = self._ctl
-        self.service = HAService(ctl)
+        self.service = HAService(ctl, self.apply_sync_state)
         configured = ctl.store_config.ha_listen_port
         port = configured if configured is not None else (ctl.listen_port + 1 if ctl.server_config.listen_port
                                                           else 0)
@@ -102,10 +106,33 @@ class Replication:
             await self._start_service()
         if self.service is not None:
             self.service.group_transfer.reset()
-            if role == "SYNC_MASTER":
-                store.group_transfer = self.service.group_transfer
         store.commit_log.forget_current()
-        store.put.slave = False
+        self._master_role = role
+        self.apply_sync_state()
+
+    def set_sync_peers(self, peers: bool) -> None:
+        """The controllers' SyncStateSet holds another broker than this one (or no longer does)."""
+        if peers != self.sync_peers:
+            self.sync_peers = peers
+            self.apply_sync_state()
+
+    def apply_sync_state(self) -> None:
+        """Controller mode, on a master: a SYNC_MASTER with another broker in its SyncStateSet
+        answers a put once a slave has it; while no slave is connected it takes no writes at all
+        (refused, not stored: a new master may already count its epoch from its own end, and what
+        this broker stored past it would be read by consumers, then cut). Alone in the set, it
+        acks at once."""
+        ctl = self._ctl
+        if self.is_slave or self.service is None or not ctl.broker_config.enable_controller_mode:
+            return
+        store = ctl.store
+        wait = self._master_role == "SYNC_MASTER" and self.sync_peers
+        store.group_transfer = self.service.group_transfer if wait else None
+        fenced = wait and self.service.group_transfer.connection_count == 0
+        if fenced and not store.put.slave:
+            log.warning("controller mode: no in-sync slave connected: refusing writes until one is "
+                        "or the controllers drop it from the SyncStateSet")
+        store.put.slave = fenced
 
     async def become_slave(self) -> None:
         """Refuse writes and drop this broker's own slaves (they will follow the new master)."""

@@ -191,6 +191,8 @@ class ReplicasManager:
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             ids = {int(b) for b in orjson.loads(body).get("syncStateSet") or ()}
             self.in_sync_state_set = self.broker_id in ids
+            if self._ctl.replication is not None:
+                self._ctl.replication.set_sync_peers(bool(ids - {self.broker_id}))
 
     def gauges(self) -> list[tuple[bool, str, str, float]]:
         """Series for broker/metrics.py: (counter?, name, help, value). RocketMQ 5's broker exports

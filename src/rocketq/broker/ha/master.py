@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -191,8 +192,10 @@ class HAConnection:
 class HAService:
     """Accepts slaves on the HA port; owns the SYNC_MASTER waits (GroupTransfer)."""
 
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: BrokerController,
+                 on_connections: Callable[[], None] | None = None) -> None:
         self._ctl = controller
+        self._on_connections = on_connections  # a slave connected or left
         self.store = controller.store
         self.config = controller.store_config
         self.group_transfer = GroupTransfer(self.config.slave_timeout, self.config.ha_slave_fallbehind_max)
@@ -212,6 +215,8 @@ class HAService:
         self.connections.add(conn)
         self.group_transfer.connection_count = len(self.connections)
         log.info("HA connection from slave %s", conn.addr)
+        if self._on_connections is not None:
+            self._on_connections()
         task = asyncio.ensure_future(self._serve(conn))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -225,6 +230,8 @@ class HAService:
             self.connections.discard(conn)
             self.group_transfer.connection_count = len(self.connections)
             log.info("HA connection to slave %s closed", conn.addr)
+            if self._on_connections is not None and not self.stopping:
+                self._on_connections()
 
     def acked(self, offset: int) -> None:
         self.group_transfer.acked(offset)

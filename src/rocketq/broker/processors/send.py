@@ -206,7 +206,12 @@ class SendMessageProcessor:
         # ASYNC_FLUSH on an ASYNC_MASTER (or WAIT=false) acks after the page-cache write: append
         # synchronously and answer without a Task. SYNC_FLUSH awaits the group commit, SYNC_MASTER
         # a slave's ack (one future for both: MessageStore.stored_future).
-        self._sync_flush = ctl.store.must_wait
+
+    @property
+    def _sync_flush(self) -> bool:
+        # Read per put, not once: in controller mode the role (and with it the SYNC_MASTER wait)
+        # is known only after start-up and changes with every switch.
+        return self._store.must_wait
 
     # -- entry points ----------------------------------------------------------------------------
 
