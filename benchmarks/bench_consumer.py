@@ -51,14 +51,14 @@ BODY = b"x" * 128
 # -- the servers (child process) --------------------------------------------------------------------
 
 
-def _servers_main(data_dir: str, queues: int, messages: int, conn: Connection) -> None:
+def _servers_main(data_dir: str, queues: int, messages: int, body_size: int, conn: Connection) -> None:
     from rocketq.remoting.loop import run as run_loop
 
     logging.basicConfig(level=logging.WARNING)
-    run_loop(_serve(data_dir, queues, messages, conn))
+    run_loop(_serve(data_dir, queues, messages, body_size, conn))
 
 
-async def _serve(data_dir: str, queues: int, messages: int, conn: Connection) -> None:
+async def _serve(data_dir: str, queues: int, messages: int, body_size: int, conn: Connection) -> None:
     from rocketq.broker.controller import BrokerController
     from rocketq.broker.topic_manager import new_topic_config
     from rocketq.codec.message import UniqIdGenerator, encode_properties
@@ -95,12 +95,13 @@ async def _serve(data_dir: str, queues: int, messages: int, conn: Connection) ->
     await ctl.register_broker_all()
     ids = UniqIdGenerator()
     per_queue = messages // queues
+    body = b"x" * body_size
     chunk = 1000
     for q in range(queues):
         for start in range(0, per_queue, chunk):
             n = min(chunk, per_queue - start)
             items = [
-                (0, BODY, encode_properties({"UNIQ_KEY": ids.next_id(), "WAIT": "true"}), 0, ())
+                (0, body, encode_properties({"UNIQ_KEY": ids.next_id(), "WAIT": "true"}), 0, ())
                 for _ in range(n)
             ]
             batch = MessageBatchToStore(
@@ -327,10 +328,10 @@ async def _measured(
 
 
 async def _client_main(
-    namesrv: str, messages: int, rate: int, seconds: float, server_pid: int
+    namesrv: str, messages: int, rate: int, seconds: float, server_pid: int, body_size: int
 ) -> dict[str, float]:
-    figures: dict[str, float] = {}
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    figures: dict[str, float] = {"body_size": body_size}
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; backlog bodies {body_size} B")
     for is_async in (False, True):
         for batch in (32, 1):
             total = messages if batch == 32 else min(messages, 200_000)
@@ -357,14 +358,15 @@ async def _client_main(
 
 
 def run(
-    messages: int = 1_000_000, queues: int = 8, rate: int = 2000, seconds: float = 5.0
+    messages: int = 1_000_000, queues: int = 8, rate: int = 2000, seconds: float = 5.0,
+    body_size: int = len(BODY),
 ) -> dict[str, float]:
     from rocketq.remoting.loop import run as run_loop
 
     logging.basicConfig(level=logging.WARNING)
-    with child_server(_servers_main, queues, messages, prefix="rocketq-bench-consumer-",
+    with child_server(_servers_main, queues, messages, body_size, prefix="rocketq-bench-consumer-",
                       start_timeout=600) as (namesrv, pid):
-        return run_loop(_client_main(namesrv, messages, rate, seconds, pid))
+        return run_loop(_client_main(namesrv, messages, rate, seconds, pid, body_size))
 
 
 def main(argv: list[str]) -> int:
@@ -373,9 +375,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--queues", type=int, default=8)
     ap.add_argument("--rate", type=int, default=2000, help="latency run: messages per second")
     ap.add_argument("--seconds", type=float, default=5.0, help="latency run: how long to send")
+    ap.add_argument("--body-size", type=int, default=len(BODY),
+                    help="bytes per backlog message (issue 10's 1 KiB row: 1024)")
     args = ap.parse_args(argv)
     print(f"bench_consumer: python {sys.version.split()[0]}, cpus={os.cpu_count()}")
-    run(args.messages, args.queues, args.rate, args.seconds)
+    run(args.messages, args.queues, args.rate, args.seconds, args.body_size)
     return 0
 
 
