@@ -44,7 +44,8 @@ from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.errors import RocketQError
 from rocketq.remoting import RemotingClient
 
-pytestmark = pytest.mark.timeout(240)
+# ~26 s: make test-all runs it; test_controller_admin checks pop follows an elected master under make test.
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 GROUP = "ctl-pop"
 STORE = small_store(commit_log=1024 * 1024, slots=4000, index=16000)

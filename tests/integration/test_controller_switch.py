@@ -36,7 +36,8 @@ from rocketq.codec.codes import RequestCode, ResponseCode
 from rocketq.errors import RocketQError
 from rocketq.remoting import RemotingClient
 
-pytestmark = pytest.mark.timeout(240)
+# ~45 s: make test-all runs it; test_controller_admin switches a live group under make test.
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 GROUP = "ctl-switch"
 QUEUES = 2
